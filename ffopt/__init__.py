@@ -1,0 +1,18 @@
+"""ffopt: feedforward planning for flexible robot arms.
+
+    import ffopt
+    problem = ffopt.load_problem("problems/e12_line.toml")
+    result = ffopt.plan(problem, order=6, step=1e-3)
+    result.trajectory.u          # motor torques (n, N), N m
+    result.verification.to_dict()
+    result.save("out/e12")
+"""
+
+__version__ = "0.1.0"
+
+from ffopt.errors import FfoptError, PathError, ProblemError, SolverError, VerificationError  # noqa: E402
+from ffopt.io.problem import Problem, load_problem  # noqa: E402
+from ffopt.plan import PlanResult, plan  # noqa: E402
+
+__all__ = ["load_problem", "plan", "Problem", "PlanResult", "FfoptError", "ProblemError", "PathError",
+           "SolverError", "VerificationError", "__version__"]

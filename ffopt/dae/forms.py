@@ -1,0 +1,117 @@
+"""The inverse-dynamics DAE F(t, x, xdot) = 0 in the seed's three forms (seed 000, sec. 7.4).
+
+Unknowns x = [q; v] with q = [qa; qm] (plus, for I1, dummy accelerations w). The motor torque
+balance (1f) and the rows of rigidly actuated joints are removed: they contain u, which is
+recovered afterwards from the solution (seed 000, sec. 5).
+
+- I3: the original DAE (eq. 32): kinematic rows dq - v, the link rows without u, and the path
+  constraint Gamma(qa) - theta(t) = 0. Differential index 3 for E12, 2 for E1.
+- I2: once-differentiated (eq. 33): the kinematic rows of the dummy set S (actuated link
+  joints by default) are removed, q_S becomes algebraic, and the velocity constraint
+  J(qa) va - theta_dot = 0 is added.
+- I1: twice-differentiated (eq. 34): also the accelerations of S are replaced by dummy
+  variables w (X^_4 in the seed) and the acceleration constraint is added.
+
+The constraint rows are scaled by (1/h)^p (seed 000, sec. 7.4) in the BDF solver; the form
+records which rows are constraints so the solver can do that.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import casadi as ca
+import numpy as np
+
+from ffopt.errors import ProblemError
+from ffopt.models.flexible import FlexibleModel
+
+FORMS = ("I3", "I2", "I1")
+# Default scaling power p of the constraint rows, tuned on E1/E12 (see results/).
+DEFAULT_SCALING_POWER = {"I3": 2.0, "I2": 1.0, "I1": 0.0}
+
+
+@dataclass
+class InverseDae:
+    form: str
+    F: ca.Function  # (t, x, xdot) -> residual, len(x) rows
+    n_x: int
+    nq: int
+    dummy: tuple[int, ...]  # link indices S whose derivatives became dummies
+    constraint_rows: np.ndarray  # bool mask of the algebraic (path-constraint) rows
+    accel: ca.Function  # (x, xdot) -> a (nq): accelerations for recovering u
+    variable_names: list[str]
+
+    def row_scale(self, h: float, p: float | None = None) -> np.ndarray:
+        p = DEFAULT_SCALING_POWER[self.form] if p is None else p
+        return np.where(self.constraint_rows, (1.0 / h) ** p, 1.0)
+
+    def initial_state(self, q0: np.ndarray) -> np.ndarray:
+        """Consistent initial x for a robot at rest in configuration q0."""
+        return np.concatenate([q0, np.zeros(self.n_x - self.nq)])
+
+
+def choose_dummy_set(model: FlexibleModel, qa0: np.ndarray) -> tuple[int, ...]:
+    """Link coordinates whose derivatives become dummy derivatives (Mattsson-Soderlind).
+
+    The actuated link joints by default (the seed's choice, sec. 5.2.3); if the output
+    Jacobian restricted to them is singular at the start, pick the best-conditioned columns
+    by QR with column pivoting instead.
+    """
+    J = np.array(ca.Function("J", [model.q[: model.layout.n_link]],
+                             [ca.jacobian(model.output(model.q[: model.layout.n_link]),
+                                          model.q[: model.layout.n_link])])(qa0))
+    S = list(model.layout.actuated)
+    if np.linalg.svd(J[:, S], compute_uv=False).min() > 1e-6 * max(1.0, np.abs(J).max()):
+        return tuple(S)
+    import scipy.linalg
+
+    _, _, piv = scipy.linalg.qr(J, pivoting=True)
+    return tuple(sorted(int(i) for i in piv[: model.layout.n_u]))
+
+
+def build_inverse_dae(model: FlexibleModel, reference, form: str = "I3",
+                      dummy: tuple[int, ...] | None = None) -> InverseDae:
+    if form not in FORMS:
+        raise ProblemError(f"solver.form: must be one of {', '.join(FORMS)}; got {form!r}")
+    L = model.layout
+    nq, n_link, N = L.nq, L.n_link, L.n_u
+    S = list(dummy if dummy is not None else L.actuated)
+    n_w = N if form == "I1" else 0
+    t = ca.SX.sym("t")
+    x = ca.SX.sym("x", 2 * nq + n_w)
+    xd = ca.SX.sym("xdot", 2 * nq + n_w)
+    q, v, w = x[:nq], x[nq:2 * nq], x[2 * nq:]
+    qa, va = q[:n_link], v[:n_link]
+    a = _accelerations(xd[nq:2 * nq], w, S, form)
+
+    kin_keep = [i for i in range(nq) if form == "I3" or i not in S]
+    rows = [xd[kin_keep] - v[kin_keep], model.unactuated_link_rows(q, v, a)]
+    n_diff = len(kin_keep) + len(L.unactuated_link_rows)
+    y = model.output(qa)
+    rows.append(y - reference.expression(t, 0))
+    if form in ("I2", "I1"):
+        Jy = ca.jacobian(y, qa)
+        dy = Jy @ va
+        rows.append(dy - reference.expression(t, 1))
+    if form == "I1":
+        ddy = ca.jacobian(dy, qa) @ va + Jy @ a[:n_link]
+        rows.append(ddy - reference.expression(t, 2))
+    res = ca.vertcat(*rows)
+    assert res.shape[0] == x.shape[0], (res.shape, x.shape)
+    constraint = np.arange(res.shape[0]) >= n_diff
+    F = ca.Function(f"inverse_dae_{form}", [t, x, xd], [res], ["t", "x", "xdot"], ["res"])
+    accel = ca.Function("accel", [x, xd], [a], ["x", "xdot"], ["a"])
+    names = model.coordinate_names()
+    var_names = names + [f"d{n}" for n in names] + [f"dd{names[i]}_dummy" for i in S[:n_w]]
+    return InverseDae(form, F, x.shape[0], nq, tuple(S), constraint, accel, var_names)
+
+
+def _accelerations(vdot, w, S, form):
+    """a = dv/dt, with the dummy accelerations w in place of dv_S/dt in the I1 form."""
+    if form != "I1":
+        return vdot
+    a = ca.SX(vdot)
+    for j, i in enumerate(S):
+        a[i] = w[j]
+    return a

@@ -1,0 +1,238 @@
+"""Extended flexible joint model (seed 000, eq. 1) as symbolic CasADi functions.
+
+Generalised coordinates q = [qa; qm]: link-side joint angles qa (N+M, chain order) and motor
+angles qm (one per elastic-gear joint, arm-side units). State x = [q; v], v = dq/dt.
+
+Equations of motion (seed 000 eq. 1a-1f), with a = dv/dt:
+    M(qa) a_a + c(qa, va) + g(qa) = tau_a + S_d (u_d - Jm_d a_a - f(va_d))   (link rows)
+    tau_g = K_g (qm - qg) + D_g (vm - vg)   (+ cubic term for a nonlinear gear)  (1d)
+    tau_e = -K_e qe - D_e ve                                                     (1e)
+    Jm a_m + f(vm) + tau_g = u_g                                                 (1f)
+where S_d selects the rigidly actuated ("direct") joints: for them the motor torque acts on
+the link row itself (E1's joint 1). Every solver, the NLP and the simulator evaluate the
+same functions built here, so a model is written once.
+
+This module builds expressions only: it imports no solver.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import casadi as ca
+import numpy as np
+
+from ffopt.models import rigid_body
+from ffopt.models.chain import Chain
+
+AXES = {"x": 0, "y": 1, "z": 2}
+COULOMB_SMOOTHING = 1e-3  # rad/s, width of tanh() in the Coulomb friction model
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where each kind of coordinate sits in q = [qa; qm] and in u."""
+
+    n_link: int
+    gear: tuple[int, ...]  # link indices of elastic-gear joints (= motor order)
+    direct: tuple[int, ...]  # link indices of rigidly actuated joints
+    passive: tuple[int, ...]  # link indices of non-actuated elastic joints
+    actuated: tuple[int, ...]  # link indices of all actuated joints, chain order (= u order)
+
+    @property
+    def n_motor(self) -> int:
+        return len(self.gear)
+
+    @property
+    def nq(self) -> int:
+        return self.n_link + self.n_motor
+
+    @property
+    def n_u(self) -> int:
+        return len(self.actuated)
+
+    @property
+    def motor_of_input(self) -> list[int | None]:
+        """For input j: index into q of the coordinate the motor turns (qm or the direct joint)."""
+        out = []
+        for link in self.actuated:
+            out.append(self.n_link + self.gear.index(link) if link in self.gear else link)
+        return out
+
+    @property
+    def unactuated_link_rows(self) -> list[int]:
+        """Link equations that do not contain u: they stay in the inverse-dynamics DAE."""
+        return [i for i in range(self.n_link) if i not in self.direct]
+
+
+class FlexibleModel:
+    """Symbolic model of one flexible robot: functions of (q, v, a, u) and tool outputs."""
+
+    def __init__(self, chain: Chain, outputs: tuple[str, ...] = ("x", "y", "z"), name: str = "robot"):
+        self.chain = chain
+        self.name = name
+        self.outputs = tuple(outputs)
+        self.layout = Layout(
+            n_link=chain.n_joints,
+            gear=tuple(chain.indices("elastic_gear")),
+            direct=tuple(chain.indices("direct")),
+            passive=tuple(chain.indices("passive")),
+            actuated=tuple(chain.actuated),
+        )
+        if len(self.outputs) != self.layout.n_u:
+            raise ValueError(
+                f"{len(self.outputs)} controlled outputs {self.outputs} but {self.layout.n_u} "
+                "actuated joints: the inverse model needs as many outputs as inputs"
+            )
+        L = self.layout
+        self.q = ca.SX.sym("q", L.nq)
+        self.v = ca.SX.sym("v", L.nq)
+        self.a = ca.SX.sym("a", L.nq)
+        self.u = ca.SX.sym("u", L.n_u)
+
+    # ----------------------------------------------------------------- symbolic pieces
+    def _split(self, vec):
+        n = self.layout.n_link
+        return vec[:n], vec[n:]
+
+    def _param(self, name: str, joints) -> np.ndarray:
+        return np.array([getattr(self.chain.joints[i], name) for i in joints], dtype=float)
+
+    def _spring(self, defl, rate, joints):
+        """k d + k3 d^3 + c d_dot for the given joints (elementwise)."""
+        k = self._param("stiffness", joints)
+        k3 = self._param("stiffness_cubic", joints)
+        d = self._param("damping", joints)
+        return k * defl + k3 * defl**3 + d * rate
+
+    def _friction(self, rate, joints):
+        fv = self._param("viscous_friction", joints)
+        fc = self._param("coulomb_friction", joints)
+        return fv * rate + fc * ca.tanh(rate / COULOMB_SMOOTHING)
+
+    def _elastic_link_torques(self, q, v):
+        """tau_a of eq. (1b): gear torque on elastic-gear rows, -spring on passive rows."""
+        L = self.layout
+        qa, qm = self._split(q)
+        va, vm = self._split(v)
+        tau = ca.SX.zeros(L.n_link)
+        if L.gear:
+            g = list(L.gear)
+            tau[g] = self._gear_torque_expr(q, v)
+        if L.passive:
+            p = list(L.passive)
+            tau[p] = -self._spring(qa[p], va[p], p)
+        return tau
+
+    def _gear_torque_expr(self, q, v):
+        qa, qm = self._split(q)
+        va, vm = self._split(v)
+        g = list(self.layout.gear)
+        if not g:
+            return ca.SX(0, 1)
+        return self._spring(qm - qa[g], vm - va[g], g)
+
+    def _mass_matrix_expr(self, qa):
+        if self.chain.constant_inertia is not None:
+            return ca.SX(ca.DM(self.chain.constant_inertia))
+        return rigid_body.mass_matrix(self.chain, qa)
+
+    def _bias_expr(self, qa, va):
+        if self.chain.constant_inertia is not None:
+            return ca.SX.zeros(self.layout.n_link)
+        return rigid_body.bias_torques(self.chain, qa, va)
+
+    def _link_rows_expr(self, q, v, a, u):
+        """Link equations (1a)-(1b) as residuals, u acting on direct rows (with motor inertia)."""
+        L = self.layout
+        qa, _ = self._split(q)
+        va, _ = self._split(v)
+        aa, _ = self._split(a)
+        res = self._mass_matrix_expr(qa) @ aa + self._bias_expr(qa, va) - self._elastic_link_torques(q, v)
+        if L.direct:
+            d = list(L.direct)
+            u_d = u[[L.actuated.index(i) for i in d]]
+            res[d] = res[d] + self._param("motor_inertia", d) * aa[d] + self._friction(va[d], d) - u_d
+        return res
+
+    def _motor_rows_expr(self, q, v, a, u):
+        """Motor torque balance (1f) for elastic-gear joints."""
+        L = self.layout
+        g = list(L.gear)
+        if not g:
+            return ca.SX(0, 1)
+        _, vm = self._split(v)
+        _, am = self._split(a)
+        u_g = u[[L.actuated.index(i) for i in g]]
+        return self._param("motor_inertia", g) * am + self._friction(vm, g) + self._gear_torque_expr(q, v) - u_g
+
+    # ----------------------------------------------------------------- public functions
+    @cached_property
+    def equations_of_motion(self) -> ca.Function:
+        """(q, v, a, u) -> residual (nq): link rows then motor rows; zero on a solution."""
+        res = ca.vertcat(self._link_rows_expr(self.q, self.v, self.a, self.u),
+                         self._motor_rows_expr(self.q, self.v, self.a, self.u))
+        return ca.Function("eom", [self.q, self.v, self.a, self.u], [res], ["q", "v", "a", "u"], ["res"])
+
+    @cached_property
+    def unactuated_link_rows(self) -> ca.Function:
+        """(q, v, a) -> the link equations that contain no u (the inverse DAE's dynamics)."""
+        rows = self.layout.unactuated_link_rows
+        zero_u = ca.SX.zeros(self.layout.n_u)
+        res = self._link_rows_expr(self.q, self.v, self.a, zero_u)[rows]
+        return ca.Function("link_rows", [self.q, self.v, self.a], [res], ["q", "v", "a"], ["res"])
+
+    @cached_property
+    def input_torque(self) -> ca.Function:
+        """(q, v, a) -> u: the motor torques that produce acceleration a (inverse dynamics)."""
+        res = self.equations_of_motion(self.q, self.v, self.a, ca.SX.zeros(self.layout.n_u))
+        u = ca.SX.zeros(self.layout.n_u)
+        for j, row in enumerate(self._input_rows()):
+            u[j] = res[row]
+        return ca.Function("input_torque", [self.q, self.v, self.a], [u], ["q", "v", "a"], ["u"])
+
+    def _input_rows(self) -> list[int]:
+        """Row of equations_of_motion in which input j appears (with coefficient -1)."""
+        L = self.layout
+        return [i if i in L.direct else L.n_link + L.gear.index(i) for i in L.actuated]
+
+    @cached_property
+    def forward_dynamics(self) -> ca.Function:
+        """(q, v, u) -> a: accelerations of the plant driven by motor torques u."""
+        res = self.equations_of_motion(self.q, self.v, self.a, self.u)
+        A = ca.jacobian(res, self.a)  # generalised mass matrix incl. motor inertias
+        b = ca.substitute(res, self.a, ca.SX.zeros(self.layout.nq))
+        acc = -ca.solve(A, b)
+        return ca.Function("forward_dynamics", [self.q, self.v, self.u], [acc], ["q", "v", "u"], ["a"])
+
+    @cached_property
+    def tool_position(self) -> ca.Function:
+        """qa -> world position of the tool point (3)."""
+        qa = self.q[: self.layout.n_link]
+        p = rigid_body.tool_position(self.chain, qa)
+        return ca.Function("tool_position", [qa], [p], ["qa"], ["p"])
+
+    @cached_property
+    def output(self) -> ca.Function:
+        """qa -> controlled tool outputs Gamma(qa) (seed 000 eq. 2), e.g. [x, z]."""
+        qa = self.q[: self.layout.n_link]
+        p = rigid_body.tool_position(self.chain, qa)
+        y = ca.vertcat(*[p[AXES[c]] for c in self.outputs])
+        return ca.Function("output", [qa], [y], ["qa"], ["y"])
+
+    @cached_property
+    def gear_torque(self) -> ca.Function:
+        """(q, v) -> tau_g, torque transmitted by each elastic gear (1d)."""
+        return ca.Function("gear_torque", [self.q, self.v], [self._gear_torque_expr(self.q, self.v)])
+
+    # ----------------------------------------------------------------- names for output files
+    def coordinate_names(self) -> list[str]:
+        L = self.layout
+        link = [self.chain.joints[i].name for i in range(L.n_link)]
+        motor = [f"qm_{self.chain.joints[i].name}" for i in L.gear]
+        return link + motor
+
+    def variant(self, chain: Chain) -> "FlexibleModel":
+        """The same kind of model on a modified chain (payload mismatch etc.)."""
+        return FlexibleModel(chain, self.outputs, self.name)

@@ -1,0 +1,119 @@
+"""The planning pipeline: problem -> path check -> inverse dynamics -> verification -> result."""
+
+from __future__ import annotations
+
+import platform
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ffopt.errors import ProblemError
+from ffopt.io.problem import Problem, load_problem
+from ffopt.trajectory import Trajectory
+
+
+@dataclass
+class PlanResult:
+    problem: Problem
+    trajectory: Trajectory
+    verification: object | None
+    settings: dict
+    timings: dict = field(default_factory=dict)
+
+    def summary(self) -> dict:
+        return {
+            "problem": {"name": self.problem.name, "source": self.problem.source,
+                        "description": self.problem.description,
+                        "outputs": list(self.problem.outputs),
+                        "t_end_s": float(self.trajectory.t[-1])},
+            "method": self.trajectory.method,
+            "settings": self.settings,
+            "solver": self.trajectory.stats,
+            "wall_time_s": self.timings,
+            "peak_torque_Nm": np.abs(self.trajectory.u).max(axis=0).tolist(),
+            "verification": None if self.verification is None else self.verification.to_dict(),
+            "versions": versions(),
+        }
+
+    def save(self, out: str | Path, plots: bool = True) -> Path:
+        """Write trajectory.csv, summary.json and plots to ``out`` (atomically)."""
+        from ffopt.io.plots import write_plots
+        from ffopt.io.results import atomic_directory, write_json, write_trajectory_csv
+
+        def fill(tmp: Path):
+            write_trajectory_csv(self.trajectory, tmp / "trajectory.csv")
+            files = ["trajectory.csv", "summary.json"]
+            if plots:
+                files += write_plots(self.trajectory, self.verification, tmp)
+            summary = self.summary()
+            summary["files"] = files
+            write_json(summary, tmp / "summary.json")
+
+        return atomic_directory(out, fill)
+
+
+def versions() -> dict:
+    import casadi
+    import scipy
+
+    import ffopt
+
+    return {"ffopt": ffopt.__version__, "python": sys.version.split()[0], "platform": platform.platform(),
+            "casadi": casadi.__version__, "numpy": np.__version__, "scipy": scipy.__version__}
+
+
+def plan(problem: Problem | str | Path, method: str | None = None, order: int | None = None,
+         step: float | None = None, form: str | None = None, scaling_power: float | None = None,
+         verify: bool | None = None, compile: bool = True, progress=None) -> PlanResult:
+    """Compute and verify a feedforward plan. Arguments left None take the problem's settings."""
+    if not isinstance(problem, Problem):
+        problem = load_problem(problem)
+    problem = problem.with_solver(method=method, order=order, step=step, form=form, scaling_power=scaling_power)
+    s = problem.solver
+    _check_settings(problem)
+    say = progress or (lambda msg: None)
+    timings = {}
+    model, reference = problem.model, problem.reference
+    guess = problem.reference_spec.joint_guess
+
+    tic = time.perf_counter()
+    say("checking the path (rigid inverse kinematics, workspace, singularities)")
+    from ffopt.sim.baselines import rigid_inverse_kinematics
+
+    t_check = np.linspace(0.0, reference.t_end, 401)
+    rigid_inverse_kinematics(model, reference, t_check, guess)
+    timings["path_check"] = time.perf_counter() - tic
+
+    tic = time.perf_counter()
+    if s.method == "bdf":
+        from ffopt.dae.inverse import solve_inverse_bdf
+
+        say(f"solving the inverse dynamics: BDF-{s.order}, h = {s.step * 1e3:g} ms, form {s.form}")
+        traj = solve_inverse_bdf(model, reference, s.order, s.step, s.form, s.scaling_power, guess, compile)
+    else:
+        raise ProblemError(f"solver.method: {s.method!r} is not available yet (use 'bdf')")
+    timings["inverse_dynamics"] = time.perf_counter() - tic
+
+    report = None
+    if problem.verification.enabled if verify is None else verify:
+        from ffopt.sim.verify import verify as run_verification
+
+        tic = time.perf_counter()
+        say("verifying: forward simulation open loop, with motor PD, baselines, payload mismatch")
+        report = run_verification(model, reference, traj, problem.verification, guess)
+        timings["verification"] = time.perf_counter() - tic
+    settings = {"method": s.method, "order": s.order, "step_s": s.step, "form": s.form,
+                "scaling_power": traj.stats.get("scaling_power"), "compile": compile}
+    return PlanResult(problem, traj, report, settings, timings)
+
+
+def _check_settings(problem: Problem) -> None:
+    s = problem.solver
+    if not 1 <= s.order <= 6:
+        raise ProblemError(f"solver.order: must be 1..6 (BDF is unstable beyond 6), got {s.order}")
+    if s.step <= 0 or s.step > problem.reference_spec.duration / 4:
+        raise ProblemError(f"solver.step: must be in (0, duration/4 = {problem.reference_spec.duration / 4:g}] s, "
+                           f"got {s.step:g}")

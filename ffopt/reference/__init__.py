@@ -1,0 +1,41 @@
+"""Reference output paths theta(t) with exact derivatives of any order (CasADi SX).
+
+    from ffopt.reference import line, joint_ptp
+    ref = line([0.0, 0.5], [0.3, 0.5], duration=1.0, rest_before=0.2, rest_after=0.5, names=["x", "z"])
+    ref.function(4)          # casadi.Function t -> d^4 theta / dt^4
+    ref.expression(t_mx, 2)  # embed into a solver's own residual
+    ref.evaluate(ts, 1)      # numpy (len(ts), n_out)
+    ref.check_smoothness(5)  # ~0 for poly11
+"""
+
+from ffopt.reference.paths import joint_ptp, line
+from ffopt.reference.reference import Reference
+from ffopt.reference.time_laws import (
+    TIME_LAWS,
+    TimeLaw,
+    get_time_law,
+    make_time_law,
+    rest_to_rest_coefficients_exact,
+    rest_to_rest_polynomial,
+)
+
+poly11 = TIME_LAWS["poly11"]
+hermite9 = TIME_LAWS["hermite9"]
+septic = TIME_LAWS["septic"]
+quintic = TIME_LAWS["quintic"]
+
+__all__ = [
+    "Reference",
+    "line",
+    "joint_ptp",
+    "TimeLaw",
+    "TIME_LAWS",
+    "get_time_law",
+    "make_time_law",
+    "rest_to_rest_polynomial",
+    "rest_to_rest_coefficients_exact",
+    "poly11",
+    "hermite9",
+    "septic",
+    "quintic",
+]

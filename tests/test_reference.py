@@ -4,7 +4,6 @@ import os
 import sys
 
 # The package is not installed in the venv and pyproject sets no pytest ``pythonpath``.
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import casadi as ca  # noqa: E402
 import numpy as np  # noqa: E402

@@ -1,4 +1,4 @@
-"""Command line: ``ffopt plan``, ``ffopt bench``. Errors print one line and exit non-zero."""
+"""Command line: ``ffopt plan``, ``ffopt analyze``, ``ffopt bench``. Errors print one line and exit non-zero."""
 
 from __future__ import annotations
 
@@ -69,6 +69,10 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--quick", action="store_true", help="fewer settings, for a smoke test")
     b.add_argument("--repeats", type=int, default=5, help="timed repetitions (best is reported)")
     b.set_defaults(func=cmd_bench)
+
+    from ffopt.cli import analyze
+
+    analyze.add_parser(sub)
     return parser
 
 

@@ -1,0 +1,96 @@
+"""The analysis stage in one call: model summary, indices, eigenfrequencies, zero dynamics."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ffopt.analysis.linear import (FrequencyReport, ZeroDynamicsReport, eigenfrequencies, equilibrium_path,
+                                   zero_dynamics)
+from ffopt.analysis.strangeness import StrangenessReport, strangeness_analysis
+
+
+@dataclass
+class AnalysisReport:
+    problem: str
+    model: dict
+    strangeness: StrangenessReport
+    structural: object | None  # ffopt.analysis.structural.StructuralReport when that module exists
+    frequencies: FrequencyReport
+    zero_dynamics: ZeroDynamicsReport
+
+    def to_dict(self) -> dict:
+        return {
+            "problem": self.problem,
+            "model": self.model,
+            "strangeness": self.strangeness.to_dict(),
+            "structural": self.structural.to_dict() if self.structural is not None else None,
+            "eigenfrequencies": self.frequencies.to_dict(),
+            "zero_dynamics": self.zero_dynamics.to_dict(),
+        }
+
+    def text(self) -> str:
+        m = self.model
+        lines = [
+            f"{self.problem}",
+            f"  model: {m['nq']} coordinates {m['coordinates']}; actuated {m['actuated']} "
+            f"(elastic gear {m['elastic_gear']}, direct {m['direct']}), passive {m['passive']}; "
+            f"outputs {m['outputs']}",
+            f"  inverse DAE (I3, motor equations removed): {self.strangeness.summary()}",
+        ]
+        if self.structural is not None:
+            lines.append("  structural analysis:")
+            lines.extend("    " + row for row in str(self.structural.table()).splitlines())
+        else:
+            lines.append("  structural analysis: not available (ffopt.analysis.structural missing)")
+        fr = self.frequencies
+        lines.append(f"  eigenfrequencies along the path ({len(fr.times)} points, {fr.operating_point}):")
+        for c in fr.conditions:
+            low = fr.lowest_undamped_hz[c]
+            extra = f"; {int(np.max(fr.n_unstable[c]))} unstable (negative-stiffness) mode(s)" \
+                if np.max(fr.n_unstable[c]) else ""
+            lines.append(f"    {_CONDITION_TEXT[c]:<30s} lowest {np.nanmin(low):.3f} .. {np.nanmax(low):.3f} Hz "
+                         f"(damped {fr.minimum(c, damped=True):.3f} Hz){extra}")
+        lines.append(f"  zero dynamics: {self.zero_dynamics.summary()}")
+        return "\n".join(lines)
+
+
+_CONDITION_TEXT = {"clamped": "motors clamped:", "free": "motors free (u = 0):", "pd": "motor PD loop:"}
+
+
+def model_summary(model) -> dict:
+    L = model.layout
+    names = model.coordinate_names()
+    joint = lambda idx: [names[i] for i in idx]  # noqa: E731
+    return {"name": model.name, "nq": L.nq, "coordinates": names, "actuated": joint(L.actuated),
+            "elastic_gear": joint(L.gear), "direct": joint(L.direct), "passive": joint(L.passive),
+            "motors": names[L.n_link:], "outputs": list(model.outputs)}
+
+
+def _structural(model, reference):
+    try:
+        from ffopt.analysis.structural import structural_analysis
+    except ImportError:
+        return None
+    return structural_analysis(model, reference, form="I3")
+
+
+def analyze_problem(problem, n_points: int = 41, frequency_points: int = 21) -> AnalysisReport:
+    """Run every analysis on a Problem. Eigenfrequencies: clamped, free, and under the problem's
+    verification PD loop (gains from ffopt.sim.plant.pd_gains at the start of the path)."""
+    from ffopt.sim.plant import pd_gains
+
+    model, ref = problem.model, problem.reference
+    guess = problem.reference_spec.joint_guess
+    q0 = equilibrium_path(model, ref, np.array([0.0]), guess)[0]
+    ver = problem.verification
+    gains = pd_gains(model, q0, ver.pd_bandwidth_hz, ver.pd_damping_ratio)
+    return AnalysisReport(
+        problem=problem.name,
+        model=model_summary(model),
+        strangeness=strangeness_analysis(model, ref, "I3", guess),
+        structural=_structural(model, ref),
+        frequencies=eigenfrequencies(model, ref, guess, frequency_points, pd_gains=gains),
+        zero_dynamics=zero_dynamics(model, ref, guess, n_points),
+    )

@@ -256,7 +256,8 @@ def _build_functions(F, order, tol, max_iter, key) -> _BdfFunctions:
     guess = ca.mtimes(ca.reshape(hist_m, n, order), ca.DM(weights))
     x_new = newton(guess, ca.vertcat(t_m, hist_m, c_m))
     name = f"bdf_step_{key[:16]}" if key else "bdf_step"
-    step = ca.Function(name, [hist_m, t_m, c_m], [ca.vertcat(x_new, hist_m[: n * (order - 1)])])
+    shifted = ca.vertcat(x_new, hist_m[: n * (order - 1)]) if order > 1 else x_new
+    step = ca.Function(name, [hist_m, t_m, c_m], [shifted])
     post = ca.Function("bdf_post", [x, t, hist, c], [res, xdot])
     jac = ca.Function("bdf_jac", [x, t, hist, c], [scaled, ca.jacobian(scaled, x)])
     return _BdfFunctions(step=step, post=post, jac=jac, compiled=False)

@@ -67,11 +67,13 @@ def versions() -> dict:
 
 def plan(problem: Problem | str | Path, method: str | None = None, order: int | None = None,
          step: float | None = None, form: str | None = None, scaling_power: float | None = None,
-         verify: bool | None = None, compile: bool = True, progress=None) -> PlanResult:
+         verify: bool | None = None, compile: bool = True, progress=None, backend: str | None = None,
+         warm_start: str | None = None) -> PlanResult:
     """Compute and verify a feedforward plan. Arguments left None take the problem's settings."""
     if not isinstance(problem, Problem):
         problem = load_problem(problem)
     problem = problem.with_solver(method=method, order=order, step=step, form=form, scaling_power=scaling_power)
+    problem = problem.with_nlp(backend=backend, warm_start=warm_start)
     s = problem.solver
     _check_settings(problem)
     say = progress or (lambda msg: None)
@@ -93,8 +95,12 @@ def plan(problem: Problem | str | Path, method: str | None = None, order: int | 
 
         say(f"solving the inverse dynamics: BDF-{s.order}, h = {s.step * 1e3:g} ms, form {s.form}")
         traj = solve_inverse_bdf(model, reference, s.order, s.step, s.form, s.scaling_power, guess, compile)
+    elif s.method == "nlp":
+        from ffopt.nlp.solve import plan_nlp
+
+        traj = plan_nlp(problem, say)
     else:
-        raise ProblemError(f"solver.method: {s.method!r} is not available yet (use 'bdf')")
+        raise ProblemError(f"solver.method: {s.method!r} is not available (use 'bdf' or 'nlp')")
     timings["inverse_dynamics"] = time.perf_counter() - tic
 
     report = None
@@ -107,6 +113,12 @@ def plan(problem: Problem | str | Path, method: str | None = None, order: int | 
         timings["verification"] = time.perf_counter() - tic
     settings = {"method": s.method, "order": s.order, "step_s": s.step, "form": s.form,
                 "scaling_power": traj.stats.get("scaling_power"), "compile": compile}
+    if s.method == "nlp":
+        from dataclasses import asdict
+
+        settings["nlp"] = {**asdict(problem.nlp), "strategy": traj.stats.get("strategy"),
+                           "pre_actuation_s": traj.stats.get("pre_actuation_s"),
+                           "post_actuation_s": traj.stats.get("post_actuation_s")}
     return PlanResult(problem, traj, report, settings, timings)
 
 

@@ -22,7 +22,8 @@ def cmd_plan(args) -> int:
 
     result = plan(args.problem, method=args.method, order=args.order, step=args.step, form=args.form,
                   scaling_power=args.scaling_power, verify=False if args.no_verify else None,
-                  compile=not args.no_compile, progress=None if args.quiet else _progress)
+                  compile=not args.no_compile, progress=None if args.quiet else _progress,
+                  backend=args.backend, warm_start=args.warm_start)
     out = result.save(args.out, plots=not args.no_plots)
     if not args.quiet:
         _progress(f"wrote {out}")
@@ -59,6 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--step", type=float, help="step size h in seconds, e.g. 0.001")
     p.add_argument("--form", choices=["I3", "I2", "I1"], help="DAE form: original (I3) or differentiated")
     p.add_argument("--scaling-power", type=float, help="scale the constraint rows by (1/h)^p")
+    p.add_argument("--backend", choices=["casadi", "cyipopt", "pyomo"], help="NLP backend (method nlp)")
+    p.add_argument("--warm-start", choices=["bdf", "none"], help="NLP start point: BDF solution or rest")
     p.add_argument("--no-verify", action="store_true", help="skip the verification simulations")
     p.add_argument("--no-plots", action="store_true")
     p.add_argument("--no-compile", action="store_true", help="run CasADi's virtual machine, no C code")

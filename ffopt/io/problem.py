@@ -19,6 +19,7 @@ from ffopt.errors import ProblemError
 from ffopt.io.schema import Field, Validator, non_negative, positive
 from ffopt.models.chain import JOINT_KINDS, Body, Chain, Joint
 from ffopt.models.flexible import AXES, FlexibleModel
+from ffopt.nlp import settings as nlp_settings
 
 TIME_LAWS = ("poly11", "hermite9", "quintic")
 BDF_FORMS = ("I3", "I2", "I1")
@@ -76,6 +77,26 @@ VERIFICATION_SCHEMA = {
     "rtol": Field("float", default=1e-9, check=positive),
 }
 
+NLP_SCHEMA = {
+    "scheme": Field("str", default="radau", choices=nlp_settings.SCHEMES),
+    "degree": Field("int", default=3, check=lambda d: None if 1 <= d <= 9 else f"must be 1..9, got {d}"),
+    "step": Field("float", default=1e-3, check=positive, doc="collocation interval length h (s)"),
+    "objective": Field("str", default="smoothness", choices=nlp_settings.OBJECTIVES),
+    "torque_max": Field("vector", doc="bound on |u| per motor (N m)"),
+    "torque_rate_max": Field("vector", doc="bound on |du/dt| per motor (N m/s)"),
+    "tracking": Field("str", default="exact", choices=nlp_settings.TRACKING),
+    "band_mm": Field("float", default=1.0, check=positive, doc="tool band half-width / penalty error scale"),
+    "penalty_weight": Field("float", default=1e3, check=positive),
+    "pre_actuation_s": Field("float", default=0.0, check=non_negative),
+    "post_actuation_s": Field("float", default=0.0, check=non_negative),
+    "strategy": Field("str", default="auto", choices=nlp_settings.STRATEGIES),
+    "backend": Field("str", default="casadi", choices=nlp_settings.BACKENDS),
+    "warm_start": Field("str", default="bdf", choices=nlp_settings.WARM_STARTS),
+    "tol": Field("float", default=1e-8, check=positive),
+    "max_iter": Field("int", default=3000, check=lambda n: None if n > 0 else f"must be > 0, got {n}"),
+    "max_wall_time_s": Field("float", default=600.0, check=positive),
+}
+
 TOP_SCHEMA = {
     "name": Field("str", required=True),
     "description": Field("str", default=""),
@@ -83,6 +104,7 @@ TOP_SCHEMA = {
     "reference": Field("table", required=True, schema=REFERENCE_SCHEMA),
     "solver": Field("table", default=None, schema=SOLVER_SCHEMA),
     "verification": Field("table", default=None, schema=VERIFICATION_SCHEMA),
+    "nlp": Field("table", default=None, schema=NLP_SCHEMA),
 }
 
 
@@ -137,6 +159,7 @@ class Problem:
     solver: SolverSettings = field(default_factory=SolverSettings)
     verification: VerificationSettings = field(default_factory=VerificationSettings)
     source: str = "<memory>"
+    nlp: nlp_settings.NlpSettings = field(default_factory=nlp_settings.NlpSettings)
 
     @cached_property
     def model(self) -> FlexibleModel:
@@ -152,6 +175,9 @@ class Problem:
 
     def with_solver(self, **changes) -> "Problem":
         return replace(self, solver=replace(self.solver, **{k: v for k, v in changes.items() if v is not None}))
+
+    def with_nlp(self, **changes) -> "Problem":
+        return replace(self, nlp=replace(self.nlp, **{k: v for k, v in changes.items() if v is not None}))
 
     def with_chain(self, chain: Chain) -> "Problem":
         return replace(self, chain=chain)
@@ -183,7 +209,17 @@ def problem_from_dict(data: dict, source: str = "<memory>") -> Problem:
     ver = d["verification"]
     verification = VerificationSettings(**{**ver, "payload_scales": tuple(ver["payload_scales"])}) if ver \
         else VerificationSettings()
-    return Problem(d["name"], d["description"], chain, outputs, ref, solver, verification, source)
+    nlp = _nlp_settings(d["nlp"])
+    return Problem(d["name"], d["description"], chain, outputs, ref, solver, verification, source, nlp)
+
+
+def _nlp_settings(table: dict | None) -> nlp_settings.NlpSettings:
+    if not table:
+        return nlp_settings.NlpSettings()
+    t = dict(table)
+    for key in ("torque_max", "torque_rate_max"):
+        t[key] = None if t[key] is None else tuple(t[key])
+    return nlp_settings.NlpSettings(**t)
 
 
 def _build_chain(v: Validator, m: dict) -> Chain:

@@ -1,0 +1,14 @@
+"""Optimisation-based feedforward: direct collocation of the inverse-dynamics DAE into an NLP.
+
+- collocation.py: Radau IIA rules (selectable degree) and implicit Euler (the low-order rule)
+- transcription.py: the scaled, sparse CasADi NLP (exact tracking on the index-reduced I1 form,
+  or band / penalty tracking on the forward model), torque and torque-rate bounds, objectives,
+  pre-/post-actuation (extended horizon)
+- backends/: IPOPT through CasADi (default), through cyipopt, and a pyomo.dae model (.nl file)
+- solve.py: strategy from the zero dynamics, BDF warm start, diagnosis, Trajectory
+Entry points: ``ffopt.nlp.solve.solve_inverse_nlp`` and ``ffopt.nlp.solve.plan_nlp``.
+"""
+
+from ffopt.nlp.settings import NlpSettings
+
+__all__ = ["NlpSettings"]

@@ -1,0 +1,30 @@
+"""Backend: IPOPT through CasADi's nlpsol (the default)."""
+
+from __future__ import annotations
+
+import time
+
+import casadi as ca
+import numpy as np
+
+from ffopt.nlp.backends.common import NlpResult, ipopt_options
+from ffopt.nlp.transcription import NlpProblem
+
+
+def solve(problem: NlpProblem, warm: bool, tol: float, max_iter: int, max_wall_time: float,
+          w0: np.ndarray | None = None) -> NlpResult:
+    tic = time.perf_counter()
+    opts = {"ipopt": ipopt_options(warm, tol, max_iter, max_wall_time), "print_time": False}
+    solver = ca.nlpsol("ffopt_nlp", "ipopt", {"x": problem.w, "f": problem.f, "g": problem.g}, opts)
+    t_build = time.perf_counter() - tic
+    tic = time.perf_counter()
+    sol = solver(x0=problem.w0 if w0 is None else w0, lbx=problem.lbx, ubx=problem.ubx,
+                 lbg=problem.lbg, ubg=problem.ubg)
+    wall = time.perf_counter() - tic
+    st = solver.stats()
+    t_eval = sum(v for k, v in st.items() if k.startswith("t_wall_nlp_"))
+    return NlpResult(
+        w=np.array(sol["x"]).ravel(), f=float(sol["f"]), status=st["return_status"],
+        success=bool(st["success"]), iterations=int(st["iter_count"]), time_total_s=wall,
+        time_function_eval_s=float(t_eval), time_build_s=t_build, backend="casadi",
+        g=np.array(sol["g"]).ravel(), lbg=problem.lbg, ubg=problem.ubg)

@@ -1,0 +1,57 @@
+"""What every backend returns, and the IPOPT options they share (so they solve the same NLP)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+SUCCESS_STATUSES = ("Solve_Succeeded", "Solved_To_Acceptable_Level")
+
+
+@dataclass
+class NlpResult:
+    w: np.ndarray  # optimal scaled variables
+    f: float
+    status: str
+    success: bool
+    iterations: int
+    time_total_s: float  # wall time of the solve call
+    time_function_eval_s: float  # of which in NLP function evaluations
+    time_build_s: float  # building the solver (and for pyomo: model, .nl file, import)
+    backend: str
+    g: np.ndarray | None = None  # constraint values at the solution
+    lbg: np.ndarray | None = None
+    ubg: np.ndarray | None = None
+
+    @property
+    def time_ipopt_s(self) -> float:
+        """Time inside IPOPT itself (linear algebra, line search), without function evaluations."""
+        return max(self.time_total_s - self.time_function_eval_s, 0.0)
+
+    def max_constraint_violation(self) -> float:
+        if self.g is None:
+            return float("nan")
+        return float(np.max(np.concatenate([[0.0], self.lbg - self.g, self.g - self.ubg])))
+
+    def stats(self) -> dict:
+        return {"backend": self.backend, "status": self.status, "success": self.success,
+                "iterations": self.iterations, "objective": self.f,
+                "time_solve_s": self.time_total_s, "time_ipopt_s": self.time_ipopt_s,
+                "time_function_eval_s": self.time_function_eval_s, "time_build_s": self.time_build_s,
+                "max_constraint_violation_scaled": self.max_constraint_violation()}
+
+
+def ipopt_options(warm: bool, tol: float, max_iter: int, max_wall_time: float) -> dict:
+    """IPOPT options; with ``warm`` the primal start point is kept (small barrier, tiny push)."""
+    # u = Jm * d(vm)/dt + ... is a derivative of the collocation polynomial of an algebraic-like
+    # motor velocity: a residual of 1e-8 (scaled) in the gear rows moved u by ~200 N m on E12
+    # (1 mm tool error), so feasibility is required much tighter than optimality.
+    opts = {"tol": tol, "constr_viol_tol": 1e-3 * tol, "max_iter": int(max_iter), "print_level": 0,
+            "sb": "yes", "max_wall_time": float(max_wall_time), "mu_strategy": "adaptive",
+            "mumps_scaling": 0}  # the NLP is scaled already; MUMPS scaling made E1 factorisations explode
+    if warm:
+        opts.update({"warm_start_init_point": "yes", "mu_init": 1e-6, "warm_start_bound_push": 1e-8,
+                     "warm_start_mult_bound_push": 1e-8, "warm_start_bound_frac": 1e-8,
+                     "warm_start_slack_bound_push": 1e-8, "warm_start_slack_bound_frac": 1e-8})
+    return opts

@@ -1,0 +1,103 @@
+"""Backend: IPOPT through cyipopt (PyPI package cyipopt-wheels), on the same CasADi functions.
+
+CasADi supplies f, its gradient, g, the sparse Jacobian of g and the lower triangle of the
+Hessian of the Lagrangian; cyipopt drives its own bundled IPOPT with them.
+"""
+
+from __future__ import annotations
+
+import time
+
+import casadi as ca
+import numpy as np
+
+from ffopt.errors import SolverError
+from ffopt.nlp.backends.common import SUCCESS_STATUSES, NlpResult, ipopt_options
+from ffopt.nlp.transcription import NlpProblem
+
+
+class _CasadiCallbacks:
+    """The callback object cyipopt expects, timing every function evaluation."""
+
+    def __init__(self, problem: NlpProblem):
+        w, f, g = problem.w, problem.f, problem.g
+        sigma, lam = ca.MX.sym("sigma"), ca.MX.sym("lam", g.numel())
+        jac = ca.jacobian(g, w)
+        hess = ca.tril(ca.hessian(sigma * f + ca.dot(lam, g), w)[0])
+        self._f = ca.Function("f", [w], [f])
+        self._grad = ca.Function("grad_f", [w], [ca.gradient(f, w)])
+        self._g = ca.Function("g", [w], [g])
+        self._jac = ca.Function("jac_g", [w], [jac])
+        self._hess = ca.Function("hess_l", [w, sigma, lam], [hess])
+        self._jac_sp = jac.sparsity()
+        self._hess_sp = self._hess.sparsity_out(0)
+        self.time_eval = 0.0
+        self.iterations = 0
+
+    def _timed(self, fun, *args):
+        tic = time.perf_counter()
+        out = fun(*args)
+        self.time_eval += time.perf_counter() - tic
+        return out
+
+    def objective(self, w):
+        return float(self._timed(self._f, w))
+
+    def gradient(self, w):
+        return np.array(self._timed(self._grad, w)).ravel()
+
+    def constraints(self, w):
+        return np.array(self._timed(self._g, w)).ravel()
+
+    def jacobianstructure(self):
+        return self._jac_sp.get_triplet()
+
+    def jacobian(self, w):
+        return np.array(self._timed(self._jac, w).nonzeros())
+
+    def hessianstructure(self):
+        return self._hess_sp.get_triplet()
+
+    def intermediate(self, alg_mod, iter_count, *args):
+        self.iterations = int(iter_count)
+        return True
+
+    def hessian(self, w, lam, sigma):
+        return np.array(self._timed(self._hess, w, sigma, lam).nonzeros())
+
+
+def solve(problem: NlpProblem, warm: bool, tol: float, max_iter: int, max_wall_time: float,
+          w0: np.ndarray | None = None) -> NlpResult:
+    try:
+        import cyipopt
+    except ImportError as err:  # pragma: no cover - cyipopt-wheels is a dependency
+        raise SolverError(f"nlp.backend = 'cyipopt' needs the cyipopt module (pip install cyipopt-wheels): {err}")
+    tic = time.perf_counter()
+    cb = _CasadiCallbacks(problem)
+    big = 1e19  # IPOPT's infinity
+    nlp = cyipopt.Problem(n=problem.n_variables, m=problem.n_constraints, problem_obj=cb,
+                          lb=np.clip(problem.lbx, -big, big), ub=np.clip(problem.ubx, -big, big),
+                          cl=np.clip(problem.lbg, -big, big), cu=np.clip(problem.ubg, -big, big))
+    for key, value in ipopt_options(warm, tol, max_iter, max_wall_time).items():
+        nlp.add_option(key, value)
+    t_build = time.perf_counter() - tic
+    tic = time.perf_counter()
+    w, info = nlp.solve(problem.w0 if w0 is None else w0)
+    wall = time.perf_counter() - tic
+    status = info["status_msg"].decode() if isinstance(info["status_msg"], bytes) else str(info["status_msg"])
+    status_name = _STATUS_NAMES.get(info["status"], status)
+    iters = cb.iterations
+    return NlpResult(w=np.asarray(w, float), f=float(info["obj_val"]), status=status_name,
+                     success=status_name in SUCCESS_STATUSES, iterations=iters, time_total_s=wall,
+                     time_function_eval_s=cb.time_eval, time_build_s=t_build, backend="cyipopt",
+                     g=np.asarray(info["g"], float), lbg=problem.lbg, ubg=problem.ubg)
+
+
+# IPOPT ApplicationReturnStatus codes -> the names CasADi reports
+_STATUS_NAMES = {0: "Solve_Succeeded", 1: "Solved_To_Acceptable_Level", 2: "Infeasible_Problem_Detected",
+                 3: "Search_Direction_Becomes_Too_Small", 4: "Diverging_Iterates",
+                 5: "User_Requested_Stop", 6: "Feasible_Point_Found", -1: "Maximum_Iterations_Exceeded",
+                 -2: "Restoration_Failed", -3: "Error_In_Step_Computation", -4: "Maximum_CpuTime_Exceeded",
+                 -5: "Maximum_WallTime_Exceeded", -10: "Not_Enough_Degrees_Of_Freedom",
+                 -11: "Invalid_Problem_Definition", -13: "Invalid_Number_Detected"}
+

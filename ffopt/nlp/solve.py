@@ -1,0 +1,219 @@
+"""Optimisation-based feedforward: strategy choice, warm start, NLP solve, diagnosis, Trajectory.
+
+Time convention: with pre-/post-actuation the returned Trajectory covers the extended horizon
+[-pre_actuation_s, t_end + post_actuation_s] of the problem's time axis, so ``t[0]`` is
+NEGATIVE when pre-actuating. The reference is held at its start value for t < 0 and at its end
+value for t > t_end (``Reference.evaluate`` clamps), and the robot is at rest in the static
+equilibrium of the start point at t[0] (up to the small rest penalty of the non-causal NLP).
+A verification must therefore start its simulation at ``traj.t[0]`` from ``traj.q[0]`` (or
+the start equilibrium) and build y_ref = reference.evaluate(traj.t).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+import numpy as np
+
+from ffopt.dae.equilibrium import static_equilibrium
+from ffopt.dae.forms import choose_dummy_set
+from ffopt.dae.inverse import trajectory_from_states
+from ffopt.errors import FfoptError, ProblemError, SolverError
+from ffopt.models.flexible import FlexibleModel
+from ffopt.nlp.settings import BACKENDS, STRATEGIES, NlpSettings
+from ffopt.nlp.transcription import Transcription
+from ffopt.trajectory import Trajectory
+
+DIVERGED_TORQUE_FACTOR = 1e3  # BDF torques this many times the static torque scale: diverged
+
+
+def solve_backend(backend: str, nlp, warm: bool, settings: NlpSettings, transcription=None):
+    if backend == "casadi":
+        from ffopt.nlp.backends.casadi_ipopt import solve
+    elif backend == "cyipopt":
+        from ffopt.nlp.backends.cyipopt_backend import solve
+    elif backend == "pyomo":
+        from ffopt.nlp.backends.pyomo_backend import solve_transcription
+
+        return solve_transcription(transcription, nlp, warm, settings.tol, settings.max_iter,
+                                   settings.max_wall_time_s)
+    else:
+        raise ProblemError(f"nlp.backend: must be one of {', '.join(BACKENDS)}; got {backend!r}")
+    return solve(nlp, warm, settings.tol, settings.max_iter, settings.max_wall_time_s)
+
+
+def choose_strategy(model: FlexibleModel, reference, settings: NlpSettings, qa_guess=None) -> tuple[NlpSettings, dict]:
+    """Resolve strategy = auto by the zero dynamics along the path; default pre/post-actuation.
+
+    Non-minimum phase -> non-causal (stable inversion) with pre-/post-actuation of 10 time
+    constants of the worst unstable zero (capped to [0.05, 3] s) unless the user set them.
+    """
+    info = {"strategy_requested": settings.strategy}
+    if settings.strategy not in STRATEGIES:
+        raise ProblemError(f"nlp.strategy: must be one of {', '.join(STRATEGIES)}; got {settings.strategy!r}")
+    strategy, rate = settings.strategy, None
+    try:
+        from ffopt.analysis.linear import zero_dynamics
+
+        rep = zero_dynamics(model, reference, qa_guess)
+        info["zero_dynamics"] = rep.summary()
+        info["minimum_phase"] = bool(rep.minimum_phase)
+        if not rep.minimum_phase:
+            rate = float(abs(rep.worst_zero.real))
+    except (ImportError, FfoptError, np.linalg.LinAlgError) as err:  # analysis unavailable / failed
+        info["zero_dynamics"] = f"not available ({err})"
+    if strategy == "auto":
+        strategy = "causal" if info.get("minimum_phase", True) else "noncausal"
+        info["strategy_reason"] = ("minimum phase: causal inversion from rest" if strategy == "causal" else
+                                   "non-minimum phase: non-causal inversion with pre-/post-actuation")
+    else:
+        info["strategy_reason"] = "set by the user"
+    if strategy == "noncausal" and settings.pre_actuation_s == 0 and settings.post_actuation_s == 0:
+        span = float(np.clip(10.0 / rate, 0.05, 3.0)) if rate else 0.3
+        settings = replace(settings, pre_actuation_s=span, post_actuation_s=span)
+        info["actuation_span_reason"] = f"10 / (unstable zero {rate:.4g} 1/s)" if rate else "default 0.3 s"
+    info["strategy"] = strategy
+    return replace(settings, strategy=strategy), info
+
+
+def warm_start_trajectory(model, reference, qa_guess, step: float) -> tuple[Trajectory | None, dict]:
+    """The BDF solution (BDF-6, form I3) for warm starting, or None if it fails or diverges."""
+    from ffopt.dae.inverse import solve_inverse_bdf
+
+    tic = time.perf_counter()
+    try:
+        traj = solve_inverse_bdf(model, reference, 6, step, "I3", None, qa_guess)
+    except FfoptError as err:
+        return None, {"bdf_status": f"failed: {err}", "time_bdf_s": time.perf_counter() - tic}
+    info = {"time_bdf_s": time.perf_counter() - tic, "bdf_peak_torque_Nm": np.abs(traj.u).max(axis=0).tolist()}
+    scale = max(1.0, float(np.abs(traj.u[0]).max()), float(np.median(np.abs(traj.u))))
+    if not np.all(np.isfinite(traj.u)) or np.abs(traj.u).max() > DIVERGED_TORQUE_FACTOR * scale:
+        info["bdf_status"] = "diverged (unbounded torques)"
+        return None, info
+    info["bdf_status"] = "ok"
+    return traj, info
+
+
+def solve_inverse_nlp(model: FlexibleModel, reference, settings: NlpSettings, qa_guess=None,
+                      warm: Trajectory | None = None) -> Trajectory:
+    """Solve the collocation NLP (strategy already resolved) and return the feedforward.
+
+    warm: a trajectory to start from (the BDF solution) or None for a cold start from rest.
+    Raises SolverError with a diagnosis if the NLP has no solution (e.g. bounds too tight).
+    """
+    s = settings
+    y0 = np.asarray(reference.evaluate(np.array([0.0]))).ravel()
+    q_rest = static_equilibrium(model, y0, qa_guess)
+    dummy = choose_dummy_set(model, q_rest[: model.layout.n_link])
+    noncausal = s.strategy == "noncausal"
+    tic = time.perf_counter()
+    tr = Transcription(model, reference, s, q_rest, noncausal, dummy)
+    use_warm = warm is not None and s.warm_start == "bdf"
+    _precheck_bounds(tr, warm if use_warm else None)
+    guess = tr.guess_from_trajectory(warm) if use_warm else tr.rest_guess()
+    nlp = tr.build(guess)
+    t_transcribe = time.perf_counter() - tic
+    res = solve_backend(s.backend, nlp, use_warm, s, tr)
+    sol = tr.unpack(res.w)
+    if not res.success:
+        raise SolverError(_diagnose(tr, res, sol))
+    return _trajectory(model, reference, tr, nlp, res, sol, t_transcribe, use_warm)
+
+
+def _precheck_bounds(tr: Transcription, warm: Trajectory | None) -> None:
+    """Exact causal tracking determines u uniquely: bounds below the BDF peak are infeasible."""
+    s = tr.settings
+    if warm is None or s.tracking != "exact" or tr.noncausal or s.torque_max is None:
+        return
+    tmax = tr._per_motor(s.torque_max, "nlp.torque_max")
+    peak = np.abs(warm.u).max(axis=0)
+    bad = np.nonzero(peak > tmax * (1 + 1e-3))[0]
+    if bad.size:
+        j = int(bad[0])
+        k = int(np.argmax(np.abs(warm.u[:, j])))
+        raise SolverError(
+            f"NLP infeasible: exact tracking needs |u{j + 1}| = {peak[j]:.4g} N m at t = {warm.t[k]:.4g} s, "
+            f"above nlp.torque_max = {tmax[j]:.4g} N m (exact causal tracking from rest determines u "
+            "uniquely). Set nlp.tracking = 'band' or 'penalty' to trade tool error for torque, raise "
+            "the bound, or slow the motion (reference.duration).")
+
+
+def _diagnose(tr: Transcription, res, sol) -> str:
+    s = tr.settings
+    msg = [f"NLP not solved ({res.backend}: {res.status} after {res.iterations} iterations)."]
+    viol = res.max_constraint_violation()
+    if np.isfinite(viol):
+        msg.append(f"largest scaled constraint violation {viol:.3g}")
+    err_mm = 1e3 * np.abs(sol["E"]).max()
+    if s.torque_max is not None or s.torque_rate_max is not None:
+        u = sol["u"][:, 1:]
+        bits = []
+        if s.torque_max is not None:
+            tmax = tr._per_motor(s.torque_max, "nlp.torque_max")
+            bits.append("torque use " + ", ".join(f"{x:.0%}" for x in np.abs(u).max(axis=1) / tmax))
+        msg.append(f"at the last iterate: tool error {err_mm:.3g} mm, {'; '.join(bits)}")
+        if s.tracking == "exact":
+            msg.append("The torque bounds are probably too tight for exact tracking: set nlp.tracking = "
+                       "'band' (with nlp.band_mm) or 'penalty', raise nlp.torque_max / torque_rate_max, or slow "
+                       "the motion.")
+        elif s.tracking == "band":
+            msg.append(f"No motion keeps the tool within nlp.band_mm = {s.band_mm:g} mm under these bounds: widen "
+                       "the band, use nlp.tracking = 'penalty', or raise the bounds.")
+        else:
+            msg.append("Try a smaller nlp.penalty_weight, a warm start, or wider bounds.")
+    else:
+        msg.append("Try nlp.warm_start = 'bdf', a smaller nlp.step, or more nlp.max_iter.")
+    return " ".join(msg)
+
+
+def _trajectory(model, reference, tr, nlp, res, sol, t_transcribe, warm) -> Trajectory:
+    x = sol["x"].T
+    traj = trajectory_from_states(model, reference, sol["t"], x, sol["a"].T, method=f"nlp-{tr.rule.name}")
+    traj.u = sol["u"].T.copy()
+    s = tr.settings
+    err = np.abs(sol["E"])
+    stats = {
+        "scheme": s.scheme, "degree": tr.rule.degree, "step": tr.h, "n_intervals": tr.K,
+        "formulation": nlp.info["formulation"], "tracking": s.tracking, "objective_kind": s.objective,
+        "strategy": s.strategy, "t_start_s": tr.t0, "t_end_s": tr.tf,
+        "pre_actuation_s": s.pre_actuation_s, "post_actuation_s": s.post_actuation_s,
+        "n_variables": nlp.n_variables, "n_constraints": nlp.n_constraints, "warm_start": warm,
+        "time_transcription_s": t_transcribe, "planned_tool_error_max_mm": float(1e3 * err.max()),
+        "planned_tool_error_rms_mm": float(1e3 * np.sqrt(np.mean(err**2))),
+        "max_dae_residual_scaled": float(np.abs(sol["G"] * nlp.info["row_scale"][:, None]).max()),
+    }
+    stats.update(res.stats())
+    stats["time_solve_s"] = res.time_total_s
+    if s.torque_max is not None:
+        tmax = tr._per_motor(s.torque_max, "nlp.torque_max")
+        stats["torque_max_Nm"] = tmax.tolist()
+        stats["torque_bound_use"] = (np.abs(traj.u).max(axis=0) / tmax).tolist()
+    if s.torque_rate_max is not None:
+        rmax = tr._per_motor(s.torque_rate_max, "nlp.torque_rate_max")
+        rate = np.abs(np.diff(traj.u, axis=0) / np.diff(traj.t)[:, None]).max(axis=0)
+        stats["torque_rate_max_Nm_per_s"] = rmax.tolist()
+        stats["torque_rate_bound_use"] = (rate / rmax).tolist()
+    traj.stats.update(stats)
+    return traj
+
+
+def plan_nlp(problem, progress=None) -> Trajectory:
+    """The `nlp` method of ``ffopt.plan``: strategy, BDF warm start, NLP, stats for summary.json."""
+    say = progress or (lambda msg: None)
+    model, reference = problem.model, problem.reference
+    guess = problem.reference_spec.joint_guess
+    settings, info = choose_strategy(model, reference, problem.nlp, guess)
+    say(f"NLP strategy: {info['strategy']} ({info['strategy_reason']}); zero dynamics: {info['zero_dynamics']}")
+    warm = None
+    if settings.warm_start == "bdf":
+        say(f"warm start: BDF-6, h = {problem.solver.step * 1e3:g} ms")
+        warm, winfo = warm_start_trajectory(model, reference, guess, problem.solver.step)
+        info.update(winfo)
+        if warm is None:
+            say(f"BDF solution not usable ({winfo['bdf_status']}): cold start from rest")
+    say(f"solving the NLP: {settings.scheme} degree {settings.degree}, h = {settings.step * 1e3:g} ms, "
+        f"tracking {settings.tracking}, backend {settings.backend}")
+    traj = solve_inverse_nlp(model, reference, settings, guess, warm)
+    traj.stats.update(info)
+    return traj

@@ -1,0 +1,304 @@
+"""Direct collocation of the inverse-dynamics DAE into a sparse NLP (CasADi, exact derivatives).
+
+Two formulations share one layout (states x and motor torques u at every collocation point):
+
+- ``exact`` tracking: the index-reduced dummy-derivative form I1 of ``ffopt.dae.forms`` (the
+  same function F(t, x, xdot) the BDF solver steps), with the position, velocity and
+  acceleration constraints of the tool path (seed 000 eq. 34) at every collocation point. u is
+  tied to the states by the motor equations (seed 000 eq. 1f), u = input_torque(q, v, a), so
+  bounds on u act on the physical torques. Collocating the index-3 form instead loses order in
+  the algebraic variables (u is the 4th derivative of the path for elastic gears) and gives
+  torques that do not reproduce the path in simulation (see results/nlp.md).
+- ``band`` / ``penalty`` tracking: the forward model x = [q; v], xdot_q = v,
+  equations_of_motion(q, v, xdot_v, u) = 0, with u a free input, and the tool error
+  Gamma(q) - theta(t) kept in a band (inequality) or penalised in the objective. This is the
+  form for motions that cannot be tracked exactly under torque bounds.
+
+Variables and rows are scaled: x = s_x * x_scaled (nominal values from the initial guess),
+u = s_u * u_scaled, and each equation row is divided by its largest Jacobian entry at the
+initial guess (one factor per equation, shared by all collocation points).
+
+The horizon is [-pre_actuation_s, t_end + post_actuation_s]; the reference is held at its
+end values outside [0, t_end]. ``noncausal`` frees the initial state (penalised towards rest)
+so that unstable zero dynamics can be pre-actuated (stable inversion).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import casadi as ca
+import numpy as np
+import scipy.sparse
+
+from ffopt.dae.forms import build_inverse_dae
+from ffopt.errors import ProblemError
+from ffopt.models.flexible import FlexibleModel
+from ffopt.nlp.collocation import CollocationRule, collocation_rule, collocation_times
+from ffopt.nlp.settings import OBJECTIVES, TRACKING, NlpSettings
+REST_WEIGHT = 1e2  # weight of the rest conditions at the ends of a non-causal horizon
+
+
+@dataclass
+class NlpProblem:
+    """A scaled NLP: min f(w) s.t. lbg <= g(w) <= ubg, lbx <= w <= ubx, with a start point."""
+
+    w: ca.MX
+    f: ca.MX
+    g: ca.MX
+    lbx: np.ndarray
+    ubx: np.ndarray
+    lbg: np.ndarray
+    ubg: np.ndarray
+    w0: np.ndarray
+    info: dict = field(default_factory=dict)
+
+    @property
+    def n_variables(self) -> int:
+        return int(self.w.numel())
+
+    @property
+    def n_constraints(self) -> int:
+        return int(self.g.numel())
+
+
+@dataclass
+class Guess:
+    """Initial guess on the collocation times: x (n_x, Kd), u (N, Kd) and the start state x0."""
+
+    x0: np.ndarray
+    x: np.ndarray
+    u: np.ndarray
+
+
+class Transcription:
+    """The collocation NLP of one problem; builds the CasADi NLP and maps solutions back."""
+
+    def __init__(self, model: FlexibleModel, reference, settings: NlpSettings, q_rest: np.ndarray,
+                 noncausal: bool = False, dummy: tuple[int, ...] | None = None):
+        s = settings
+        if s.tracking not in TRACKING:
+            raise ProblemError(f"nlp.tracking: must be one of {', '.join(TRACKING)}; got {s.tracking!r}")
+        if s.objective not in OBJECTIVES:
+            raise ProblemError(f"nlp.objective: must be one of {', '.join(OBJECTIVES)}; got {s.objective!r}")
+        if s.objective == "tracking" and s.tracking == "exact":
+            raise ProblemError("nlp.objective: 'tracking' needs nlp.tracking = 'band' or 'penalty'")
+        self.model, self.reference, self.settings = model, reference, s
+        self.rule: CollocationRule = collocation_rule(s.scheme, s.degree)
+        self.noncausal = noncausal
+        L = model.layout
+        self.nq, self.N, self.n_out = L.nq, L.n_u, len(model.outputs)
+        self.t0 = -float(s.pre_actuation_s)
+        self.tf = float(reference.t_end + s.post_actuation_s)
+        self.K = max(1, int(round((self.tf - self.t0) / s.step)))
+        self.h = (self.tf - self.t0) / self.K
+        self.tc = collocation_times(self.rule, self.t0, self.h, self.K)
+        self.d = self.rule.degree
+        self.q_rest = np.asarray(q_rest, float)
+        self.u_rest = np.array(model.input_torque(self.q_rest, np.zeros(self.nq), np.zeros(self.nq))).ravel()
+        self.exact = s.tracking == "exact"
+        if self.exact:
+            self.dae = build_inverse_dae(model, reference, "I1", dummy)
+            self.n_x = self.dae.n_x
+        else:
+            self.dae = None
+            self.n_x = 2 * self.nq
+        self.x_rest = np.concatenate([self.q_rest, np.zeros(self.n_x - self.nq)])
+        self._point = self._point_functions()
+
+    # ------------------------------------------------------------------ model at one point
+    def _point_functions(self):
+        """eq(t, x, xdot, u) -> residual rows; err(t, x) -> Gamma(q) - theta(t); accel(x, xdot)."""
+        m, nq = self.model, self.nq
+        t = ca.SX.sym("t")
+        x, xd, u = ca.SX.sym("x", self.n_x), ca.SX.sym("xd", self.n_x), ca.SX.sym("u", self.N)
+        q, v = x[:nq], x[nq:2 * nq]
+        if self.exact:
+            a = self.dae.accel(x, xd)
+            eq = ca.vertcat(self.dae.F(t, x, xd), u - m.input_torque(q, v, a))
+        else:
+            a = xd[nq:2 * nq]
+            eq = ca.vertcat(xd[:nq] - v, m.equations_of_motion(q, v, a, u))
+        err = m.output(q[: m.layout.n_link]) - self.reference.expression(t, 0)
+        return {
+            "eq": ca.Function("point_eq", [t, x, xd, u], [eq], ["t", "x", "xd", "u"], ["eq"]),
+            "err": ca.Function("point_err", [t, x], [err], ["t", "x"], ["err"]),
+            "accel": ca.Function("point_accel", [x, xd], [a], ["x", "xd"], ["a"]),
+        }
+
+    @property
+    def n_eq(self) -> int:
+        return int(self._point["eq"].size1_out(0))
+
+    def interval_function(self) -> ca.Function:
+        """(x_start, X (n_x, d), U (N, d), t_k, h) -> (G (n_eq, d), E (n_out, d))."""
+        d, r = self.d, self.rule
+        xs = ca.SX.sym("xs", self.n_x)
+        X = ca.SX.sym("X", self.n_x, d)
+        U = ca.SX.sym("U", self.N, d)
+        tk, h = ca.SX.sym("tk"), ca.SX.sym("h")
+        P = ca.horzcat(xs, X)
+        G, E = [], []
+        for j in range(d):
+            xd = P @ ca.DM(r.deriv[:, j]) / h
+            tj = tk + r.tau[j] * h
+            G.append(self._point["eq"](tj, X[:, j], xd, U[:, j]))
+            E.append(self._point["err"](tj, X[:, j]))
+        return ca.Function("interval", [xs, X, U, tk, h], [ca.horzcat(*G), ca.horzcat(*E)],
+                           ["xs", "X", "U", "tk", "h"], ["G", "E"])
+
+    # ------------------------------------------------------------------ guesses
+    def rest_guess(self) -> Guess:
+        n = len(self.tc)
+        return Guess(self.x_rest.copy(), np.tile(self.x_rest[:, None], (1, n)),
+                     np.tile(self.u_rest[:, None], (1, n)))
+
+    def guess_from_trajectory(self, traj) -> Guess:
+        """Interpolate a trajectory (e.g. the BDF solution) onto the collocation times.
+
+        Outside the trajectory's time span its end values are held (rest before and after).
+        """
+        def interp(table, times):
+            return np.column_stack([np.interp(times, traj.t, col) for col in np.asarray(table).T]).T
+
+        q, v, a = (interp(arr, self.tc) for arr in (traj.q, traj.v, traj.a))
+        u = interp(traj.u, self.tc)
+        if self.exact:
+            x = np.vstack([q, v, a[list(self.dae.dummy)]])
+        else:
+            x = np.vstack([q, v])
+        # causal: the fixed rest state; non-causal: the trajectory's (held) value at t0
+        x0 = x[:, 0].copy() if self.noncausal else self.x_rest.copy()
+        return Guess(x0, x, u)
+
+    # ------------------------------------------------------------------ the NLP
+    def build(self, guess: Guess) -> NlpProblem:
+        s, d, K, N = self.settings, self.d, self.K, self.N
+        n_pts = K * d
+        sx = np.maximum(np.abs(np.column_stack([guess.x0, guess.x])).max(axis=1), 1e-2)
+        su = np.maximum(np.abs(guess.u).max(axis=1), np.maximum(np.abs(self.u_rest), 1.0))
+        self.sx, self.su = sx, su
+
+        w = ca.MX.sym("w", self.n_x * (1 + n_pts) + N * n_pts)
+        x0s, Xs, Us = self._split(w)
+        x0 = ca.DM(sx) * x0s
+        X = ca.mtimes(ca.diag(ca.DM(sx)), Xs)
+        U = ca.mtimes(ca.diag(ca.DM(su)), Us)
+        Xall = ca.horzcat(x0, X)
+        starts = Xall[:, list(range(0, n_pts, d))]
+        tk = ca.DM(self.t0 + self.h * np.arange(K)).T
+        G, E = self.interval_function().map(K)(starts, X, U, tk, self.h)
+
+        w0 = np.concatenate([guess.x0 / sx, (guess.x / sx[:, None]).ravel(order="F"),
+                             (guess.u / su[:, None]).ravel(order="F")])
+        row_scale = self._row_scale(w, G, w0)
+        g_parts, lbg, ubg = [ca.vec(ca.mtimes(ca.diag(ca.DM(row_scale)), G))], [np.zeros(self.n_eq * n_pts)], \
+            [np.zeros(self.n_eq * n_pts)]
+        if s.tracking == "band":
+            tol = s.band_mm * 1e-3
+            g_parts.append(ca.vec(E) / tol)
+            lbg.append(-np.ones(self.n_out * n_pts))
+            ubg.append(np.ones(self.n_out * n_pts))
+        dt = np.diff(np.concatenate([[self.t0], self.tc]))
+        Uall = ca.horzcat(ca.DM(self.u_rest), U)
+        dU = Uall[:, 1:] - Uall[:, :-1]
+        if s.torque_rate_max is not None:
+            rate = self._per_motor(s.torque_rate_max, "nlp.torque_rate_max")
+            g_parts.append(ca.vec(ca.mtimes(ca.diag(ca.DM(1.0 / rate)), dU) / ca.repmat(ca.DM(dt).T, N, 1)))
+            lbg.append(-np.ones(N * n_pts))
+            ubg.append(np.ones(N * n_pts))
+
+        f = self._objective(x0, X, U, dU, E, dt)
+        # Objective scaling: the smoothness Hessian grows like 1/dt; an unscaled one spoils the
+        # KKT factorisation (MUMPS pivoting, linear convergence measured on E12 at h = 1 ms).
+        tau = max(self.reference.t_motion_end - self.reference.t_motion_start, 1e-3)
+        obj_scale = 1.0 / max(1.0, 2.0 * tau**2 / ((self.tf - self.t0) * dt.min()))
+        f = f * obj_scale
+        lbx, ubx = self._bounds(guess, sx, su)
+        info = {"row_scale": row_scale, "objective_scale": obj_scale, "n_intervals": K, "h": self.h, "degree": d,
+                "formulation": "I1 (dummy derivatives)" if self.exact else "forward dynamics"}
+        self._E_fun = ca.Function("E", [w], [E])
+        self._G_fun = ca.Function("G", [w], [G])
+        return NlpProblem(w, f, ca.vertcat(*g_parts), lbx, ubx, np.concatenate(lbg), np.concatenate(ubg),
+                          w0, info)
+
+    def _split(self, w):
+        n_pts, nx, N = self.K * self.d, self.n_x, self.N
+        x0s = w[:nx]
+        Xs = ca.reshape(w[nx:nx * (1 + n_pts)], nx, n_pts)
+        Us = ca.reshape(w[nx * (1 + n_pts):], N, n_pts)
+        return x0s, Xs, Us
+
+    def _row_scale(self, w, G, w0) -> np.ndarray:
+        """1 / (largest Jacobian entry of each equation over all points) at the initial guess."""
+        J = ca.Function("jac_G", [w], [ca.jacobian(ca.vec(G), w)])(w0).sparse()
+        row_max = np.asarray(abs(J).max(axis=1).todense()).ravel() if scipy.sparse.issparse(J) else abs(J).max(axis=1)
+        per_eq = row_max.reshape(-1, self.n_eq).max(axis=0)
+        return 1.0 / np.maximum(per_eq, 1e-12)
+
+    def _per_motor(self, values, name) -> np.ndarray:
+        arr = np.atleast_1d(np.asarray(values, float))
+        if arr.size not in (1, self.N):
+            raise ProblemError(f"{name}: expected 1 or {self.N} values (one per motor), got {arr.size}")
+        arr = np.broadcast_to(arr, (self.N,)).copy()
+        if np.any(arr <= 0):
+            raise ProblemError(f"{name}: must be > 0, got {arr.tolist()}")
+        return arr
+
+    def _objective(self, x0, X, U, dU, E, dt):
+        s = self.settings
+        T = self.tf - self.t0
+        tau = max(self.reference.t_motion_end - self.reference.t_motion_start, 1e-3)
+        quad = ca.DM(np.tile(self.rule.weights * self.h, self.K)).T  # (1, Kd) quadrature weights
+        inv_su = ca.diag(ca.DM(1.0 / self.su))
+        if s.objective == "effort":
+            f = ca.sum2(ca.sum1((inv_su @ (U - ca.DM(self.u_rest))) ** 2) * quad) / T
+        elif s.objective == "smoothness":
+            f = ca.sum2(ca.sum1((inv_su @ dU) ** 2) / ca.DM(dt).T) * tau**2 / T
+        else:
+            f = 1e-6 * ca.sum2(ca.sum1((inv_su @ dU) ** 2) / ca.DM(dt).T) * tau**2 / T
+        if s.tracking == "penalty" or s.objective == "tracking":
+            e_scale = s.band_mm * 1e-3
+            f = f + s.penalty_weight * ca.sum2(ca.sum1((E / e_scale) ** 2) * quad) / T
+        if self.noncausal:
+            inv_sx = ca.DM(1.0 / self.sx)
+            rest_end = X[self.nq:2 * self.nq, -1] * inv_sx[self.nq:2 * self.nq]
+            f = f + REST_WEIGHT * (ca.sumsqr((x0 - ca.DM(self.x_rest)) * inv_sx) + ca.sumsqr(rest_end))
+        return f
+
+    def _bounds(self, guess, sx, su):
+        s = self.settings
+        n_pts = self.K * self.d
+        lbx = np.full(self.n_x * (1 + n_pts) + self.N * n_pts, -np.inf)
+        ubx = -lbx
+        if not self.noncausal:
+            lbx[: self.n_x] = ubx[: self.n_x] = self.x_rest / sx
+        if s.torque_max is not None:
+            tmax = self._per_motor(s.torque_max, "nlp.torque_max")
+            i0 = self.n_x * (1 + n_pts)
+            lbx[i0:] = np.tile(-tmax / su, n_pts)
+            ubx[i0:] = np.tile(tmax / su, n_pts)
+        return lbx, ubx
+
+    # ------------------------------------------------------------------ back to physics
+    def state_derivatives(self, Xall: np.ndarray) -> np.ndarray:
+        """xdot at the collocation points (n_x, Kd) from states [x0, X] (n_x, 1 + Kd)."""
+        d = self.d
+        P = np.stack([Xall[:, k * d: k * d + d + 1] for k in range(self.K)])  # (K, n_x, d+1)
+        return np.concatenate(list(P @ self.rule.deriv / self.h), axis=1)
+
+    def unpack(self, w_opt: np.ndarray) -> dict:
+        """Solution on [t0, collocation times]: t, x, u, a, tool error E and residual G."""
+        w_opt = np.asarray(w_opt, float).ravel()
+        nx, n_pts, N = self.n_x, self.K * self.d, self.N
+        x0 = w_opt[:nx] * self.sx
+        X = w_opt[nx:nx * (1 + n_pts)].reshape(n_pts, nx).T * self.sx[:, None]
+        U = w_opt[nx * (1 + n_pts):].reshape(n_pts, N).T * self.su[:, None]
+        Xall = np.column_stack([x0, X])
+        xd = self.state_derivatives(Xall)
+        xd0 = Xall[:, : self.d + 1] @ self.rule.deriv_start / self.h
+        xd_all = np.column_stack([xd0, xd])
+        a = np.array(self._point["accel"].map(n_pts + 1)(Xall, xd_all))
+        u0 = np.array(self.model.input_torque(x0[: self.nq], x0[self.nq:2 * self.nq], a[:, 0])).ravel()
+        return {"t": np.concatenate([[self.t0], self.tc]), "x": Xall, "u": np.column_stack([u0, U]),
+                "a": a, "E": np.array(self._E_fun(w_opt)), "G": np.array(self._G_fun(w_opt))}

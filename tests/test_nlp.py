@@ -1,0 +1,195 @@
+"""Collocation NLP (ffopt.nlp): judged by re-simulating the torques in the independent forward
+model (CVODES, ffopt.sim.plant), by grid refinement, and by three backends agreeing."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ffopt.dae.equilibrium import static_equilibrium
+from ffopt.dae.inverse import solve_inverse_bdf
+from ffopt.errors import ProblemError, SolverError
+from ffopt.io.problem import load_problem, problem_from_dict
+from ffopt.nlp.collocation import collocation_rule
+from ffopt.nlp.settings import NlpSettings
+from ffopt.nlp.solve import choose_strategy, solve_inverse_nlp, warm_start_trajectory
+from ffopt.sim.plant import simulate
+
+PROBLEMS = Path(__file__).resolve().parents[1] / "problems"
+
+
+def _load(name):
+    p = load_problem(PROBLEMS / name)
+    return p, p.model, p.reference, p.reference_spec.joint_guess
+
+
+def _resim_error_mm(model, reference, traj, guess):
+    """Open-loop tool error of the torques, simulated from rest at the start equilibrium."""
+    q0 = static_equilibrium(model, np.asarray(reference.evaluate(np.array([0.0]))).ravel(), guess)
+    sim = simulate(model, traj.t, traj.u, q0)
+    return 1e3 * np.abs(sim.y - reference.evaluate(traj.t)).max()
+
+
+def _nlp(problem_name, **changes):
+    p, m, r, g = _load(problem_name)
+    s = dataclasses.replace(NlpSettings(strategy="causal"), **changes)
+    warm, _ = warm_start_trajectory(m, r, g, 1e-3)
+    return m, r, g, solve_inverse_nlp(m, r, s, g, warm)
+
+
+# ------------------------------------------------------------------------------ collocation rule
+@pytest.mark.parametrize("degree", [1, 2, 3, 5])
+def test_radau_rule_is_exact_for_polynomials(degree):
+    rule = collocation_rule("radau", degree)
+    nodes = np.concatenate([[0.0], rule.tau])
+    for power in range(degree + 1):  # derivative weights exact up to the interpolation degree
+        np.testing.assert_allclose(nodes**power @ rule.deriv, power * rule.tau ** max(power - 1, 0) * (power > 0),
+                                   atol=1e-10)
+    for power in range(2 * degree - 1):  # Radau quadrature: exact to degree 2d - 2
+        assert rule.weights @ rule.tau**power == pytest.approx(1.0 / (power + 1), abs=1e-12)
+    assert rule.tau[-1] == pytest.approx(1.0)
+
+
+def test_unknown_scheme_and_nlp_table_errors():
+    with pytest.raises(ProblemError, match="nlp.scheme"):
+        collocation_rule("gauss", 3)
+    data = load_problem(PROBLEMS / "e1_simplified.toml")
+    assert data.nlp.tracking == "exact"  # default [nlp] table
+    import tomllib
+
+    raw = tomllib.loads((PROBLEMS / "e1_simplified.toml").read_text())
+    raw["nlp"] = {"trackng": "band"}
+    with pytest.raises(ProblemError, match=r"nlp\.trackng.*did you mean 'tracking'"):
+        problem_from_dict(raw)
+    raw["nlp"] = {"tracking": "band", "torque_max": [5.0e4], "band_mm": 2.0}
+    s = problem_from_dict(raw).nlp
+    assert s.torque_max == (5.0e4,) and s.band_mm == 2.0
+
+
+# ------------------------------------------------------------------------------ E1, fast
+def test_e1_converges_under_grid_refinement():
+    """Exact-tracking NLP (I1 collocation): the re-simulated tool error and the distance of u to
+    a fine BDF-6 solution both shrink as the grid is refined."""
+    p, m, r, g = _load("e1_simplified.toml")
+    fine = solve_inverse_bdf(m, r, 6, 2.5e-4, "I3", None, g)
+    tool, du = [], []
+    for h in (1e-2, 5e-3, 2.5e-3):
+        traj = solve_inverse_nlp(m, r, NlpSettings(step=h, strategy="causal"), g, None)
+        assert traj.stats["status"] == "Solve_Succeeded"
+        tool.append(_resim_error_mm(m, r, traj, g))
+        u_fine = np.interp(traj.t, fine.t, fine.u[:, 0])
+        du.append(np.abs(traj.u[:, 0] - u_fine).max() / np.abs(fine.u).max())
+    assert tool[0] > 2 * tool[1] > 4 * tool[2], tool
+    # u agrees with the fine BDF down to ~3e-5 of its peak (the BDF reference's own level)
+    assert du[0] > 5 * du[1] and max(du[1:]) < 1e-4, du
+    assert tool[-1] < 0.05, tool
+
+
+def test_e1_warm_start_from_bdf_converges_in_few_iterations():
+    m, r, g, traj = _nlp("e1_complete.toml", step=2e-3)
+    assert traj.stats["warm_start"] and traj.stats["iterations"] <= 3
+    assert traj.stats["planned_tool_error_max_mm"] < 1e-5  # exact tracking at the collocation points
+    bdf = solve_inverse_bdf(m, r, 6, 1e-3, "I3", None, g)
+    assert _resim_error_mm(m, r, traj, g) <= _resim_error_mm(m, r, bdf, g)
+
+
+def test_e1_torque_bound_respected_and_trade_off_reported():
+    p, m, r, g = _load("e1_complete.toml")
+    peak = np.abs(solve_inverse_bdf(m, r, 6, 1e-3, "I3", None, g).u).max()
+    bound = 0.8 * peak
+    _, _, _, traj = _nlp("e1_complete.toml", step=2e-3, tracking="penalty", torque_max=(bound,),
+                         torque_rate_max=(2e7,))
+    assert np.abs(traj.u).max() <= bound * (1 + 1e-6)
+    assert traj.stats["torque_bound_use"][0] == pytest.approx(1.0, abs=1e-3)  # the bound is active
+    assert traj.stats["torque_rate_bound_use"][0] <= 1 + 1e-6
+    planned = traj.stats["planned_tool_error_max_mm"]
+    assert planned > 0.01  # the bound costs tool accuracy ...
+    verified = _resim_error_mm(m, r, traj, g)
+    assert verified == pytest.approx(planned, rel=0.2)  # ... and the plan predicts how much
+
+
+def test_infeasible_bounds_end_with_a_diagnosis():
+    with pytest.raises(SolverError, match=r"exact tracking needs \|u1\|.*torque_max.*'band' or 'penalty'"):
+        _nlp("e1_complete.toml", step=5e-3, torque_max=(1e3,))
+    with pytest.raises(SolverError, match=r"NLP not solved.*nlp.band_mm"):
+        _nlp("e1_complete.toml", step=1e-2, tracking="band", band_mm=0.01, torque_max=(1e3,), max_iter=300)
+
+
+@pytest.mark.parametrize("backend", ["cyipopt", pytest.param("pyomo", marks=pytest.mark.slow)])
+def test_backends_agree_on_e1(backend):
+    ref = _nlp("e1_complete.toml", step=1e-2, backend="casadi")[3]
+    traj = _nlp("e1_complete.toml", step=1e-2, backend=backend)[3]
+    assert traj.stats["success"] and traj.stats["backend"] == backend
+    # casadi and cyipopt solve the identical NLP; pyomo.dae rounds its time grid to ~1e-6 s
+    tol = 1e-6 if backend == "cyipopt" else 1e-3
+    assert traj.stats["objective"] == pytest.approx(ref.stats["objective"], rel=tol)
+    assert np.abs(traj.u - ref.u).max() / np.abs(ref.u).max() < tol
+    assert np.abs(traj.q - ref.q).max() < tol
+
+
+# ------------------------------------------------------------------------------ slow studies
+@pytest.mark.slow
+def test_e1_nmp_noncausal_nlp_bounded_where_bdf_diverges():
+    p, m, r, g = _load("e1_nmp.toml")
+    s, info = choose_strategy(m, r, NlpSettings(step=2e-3), g)
+    assert info["minimum_phase"] is False and s.strategy == "noncausal" and s.pre_actuation_s > 0
+    with pytest.raises(SolverError):  # the causal inverse blows up
+        solve_inverse_bdf(m, r, 6, 1e-3, "I3", None, g)
+    traj = solve_inverse_nlp(m, r, s, g, None)
+    assert traj.t[0] == pytest.approx(-s.pre_actuation_s)
+    assert np.abs(traj.u).max() < 2e4  # bounded (static scale ~ 0; E1 complete peak ~ 4e4 N m)
+    assert _resim_error_mm(m, r, traj, g) < 1.0
+
+
+@pytest.mark.slow
+def test_e12_nlp_verified_no_worse_than_bdf():
+    m, r, g, traj = _nlp("e12_line.toml", step=1e-3)  # at 2 ms: 1.15 mm, worse than BDF (0.15 mm)
+    bdf = solve_inverse_bdf(m, r, 6, 1e-3, "I3", None, g)
+    assert traj.stats["iterations"] <= 5
+    assert _resim_error_mm(m, r, traj, g) <= _resim_error_mm(m, r, bdf, g)
+
+
+@pytest.mark.slow
+def test_e12_torque_bounded_problem():
+    p, m, r, g = _load("e12_torque_bounded.toml")
+    warm, _ = warm_start_trajectory(m, r, g, 1e-3)
+    s = dataclasses.replace(p.nlp, strategy="causal")
+    traj = solve_inverse_nlp(m, r, s, g, warm)
+    tmax = np.array(s.torque_max)
+    assert np.all(np.abs(warm.u).max(axis=0)[0] > tmax[0])  # the bound is below the unconstrained peak
+    assert np.all(np.abs(traj.u).max(axis=0) <= tmax * (1 + 1e-6))
+    assert np.all(np.array(traj.stats["torque_bound_use"]) > 0.99)  # both bounds active
+    assert 0.005 < traj.stats["planned_tool_error_max_mm"] < 1.0
+    assert _resim_error_mm(m, r, traj, g) < 0.5  # measured 0.138 mm (planned 0.046 mm)
+
+
+@pytest.mark.slow
+def test_backends_agree_on_e12():
+    results = {b: _nlp("e12_line.toml", step=1e-2, backend=b)[3] for b in ("casadi", "cyipopt", "pyomo")}
+    ref = results["casadi"]
+    scale = np.abs(ref.u).max(axis=0)
+    for name, traj in results.items():
+        tol = 1e-6 if name == "cyipopt" else 2e-3
+        assert traj.stats["objective"] == pytest.approx(ref.stats["objective"], rel=tol), name
+        assert (np.abs(traj.u - ref.u).max(axis=0) / scale).max() < tol, name
+
+
+def test_plan_nlp_writes_nlp_statistics(tmp_path):
+    import json
+
+    from ffopt.plan import plan
+
+    result = plan(PROBLEMS / "e1_complete.toml", method="nlp", verify=False, backend="cyipopt", warm_start="bdf")
+    out = result.save(tmp_path / "plan", plots=False)
+    summary = json.loads((out / "summary.json").read_text())
+    solver = summary["solver"]
+    for key in ("n_variables", "n_constraints", "iterations", "status", "time_ipopt_s", "time_function_eval_s",
+                "strategy", "zero_dynamics", "bdf_status"):
+        assert key in solver, key
+    assert solver["backend"] == "cyipopt" and solver["status"] == "Solve_Succeeded"
+    assert summary["settings"]["nlp"]["strategy"] == "causal"
+    header = (out / "trajectory.csv").read_text().splitlines()[0]
+    assert header.startswith("t,u1,qm1,dqm1")

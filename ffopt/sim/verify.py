@@ -3,7 +3,7 @@
 Cases (all on the plan's time grid, CVODES with tight tolerances, tool error = Euclidean norm
 of Gamma(qa) - theta(t) in mm):
 
-- ``feedforward_open_loop``: the plant driven by u(t) alone, from the plan's initial state.
+- ``feedforward_open_loop``: the plant driven by u(t) alone, from rest in static equilibrium.
 - ``feedforward_pd``: u(t) plus a motor-side PD loop tracking the planned qm(t), dqm(t)
   (the two-degree-of-freedom structure of seed 002). The headline number.
 - ``rigid_feedforward_pd``: the rigid-model feedforward (stiff gears, passive joints locked)
@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 import casadi as ca
 import numpy as np
 
+from ffopt.dae.equilibrium import static_equilibrium
 from ffopt.errors import VerificationError
 from ffopt.io.problem import VerificationSettings
 from ffopt.models.flexible import FlexibleModel
@@ -66,10 +67,14 @@ def verify(model: FlexibleModel, reference, traj, settings: VerificationSettings
     settings = settings or VerificationSettings()
     t = np.asarray(traj.t, float)
     y_ref = np.asarray(reference.evaluate(t))
-    q0, v0 = traj.q[0], traj.v[0]
+    # The robot really starts at rest in static equilibrium at the start of the path; a plan that
+    # starts elsewhere (e.g. a non-causal NLP whose rest is only a soft penalty) pays for it here.
+    n_link = model.layout.n_link
+    q0 = static_equilibrium(model, y_ref[0], traj.q[0, :n_link], where=f"t = {t[0]:.4g} s")
+    v0 = np.zeros_like(q0)
     kp, kd = pd_gains(model, q0, settings.pd_bandwidth_hz, settings.pd_damping_ratio)
     pd = MotorPD(kp, kd, traj.qm, traj.dqm)
-    rigid = rigid_motion(model, reference, t, guess if guess is not None else traj.q[0, :model.layout.n_link])
+    rigid = rigid_motion(model, reference, t, guess if guess is not None else traj.q[0, :n_link])
     hold = np.tile(traj.u[0], (len(t), 1))
     atol = settings.rtol * 1e-2
 

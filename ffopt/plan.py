@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ffopt.errors import ProblemError
+from ffopt.errors import ProblemError, SolverError
 from ffopt.io.problem import Problem, load_problem
 from ffopt.trajectory import Trajectory
 
@@ -94,7 +94,10 @@ def plan(problem: Problem | str | Path, method: str | None = None, order: int | 
         from ffopt.dae.inverse import solve_inverse_bdf
 
         say(f"solving the inverse dynamics: BDF-{s.order}, h = {s.step * 1e3:g} ms, form {s.form}")
-        traj = solve_inverse_bdf(model, reference, s.order, s.step, s.form, s.scaling_power, guess, compile)
+        try:
+            traj = solve_inverse_bdf(model, reference, s.order, s.step, s.form, s.scaling_power, guess, compile)
+        except SolverError as err:
+            raise SolverError(f"{err}{_zero_dynamics_hint(model, reference, guess)}") from None
     elif s.method == "nlp":
         from ffopt.nlp.solve import plan_nlp
 
@@ -120,6 +123,20 @@ def plan(problem: Problem | str | Path, method: str | None = None, order: int | 
                            "pre_actuation_s": traj.stats.get("pre_actuation_s"),
                            "post_actuation_s": traj.stats.get("post_actuation_s")}
     return PlanResult(problem, traj, report, settings, timings)
+
+
+def _zero_dynamics_hint(model, reference, guess) -> str:
+    """Why causal BDF may have failed: unstable zero dynamics (the inverse integrates them)."""
+    from ffopt.analysis.linear import zero_dynamics
+
+    try:
+        zd = zero_dynamics(model, reference, guess, n_points=11)
+    except Exception:  # the hint is optional; the solver error stands on its own
+        return ""
+    if zd.minimum_phase:
+        return ""
+    return (f" The system is non-minimum phase (zero at {zd.worst_zero:.4g} rad/s, t = {zd.worst_time:.3g} s): "
+            "the causal inverse diverges; use --method nlp (pre-actuation, stable inversion).")
 
 
 def _check_settings(problem: Problem) -> None:

@@ -134,3 +134,10 @@ def test_readme_example_runs_as_a_subprocess(tmp_path):
     assert proc.returncode == 0, proc.stderr
     s = json.loads((out / "summary.json").read_text())
     assert s["verification"]["tool_error"]["feedforward_pd"]["max_mm"] < 0.1  # issue target
+
+
+def test_bdf_on_a_non_minimum_phase_robot_says_why_and_what_to_use(tmp_path, capsys):
+    # E1 with a 3 m link 2 has a zero at +56 rad/s: causal BDF inversion diverges (seed 000, sec. 8).
+    data = tomllib.loads((ROOT / "problems" / "e1_nmp.toml").read_text())
+    err = _run_bad(tmp_path, capsys, data, extra=("--method", "bdf"))
+    assert "did not converge at t = " in err and "non-minimum phase" in err and "--method nlp" in err

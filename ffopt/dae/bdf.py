@@ -48,7 +48,7 @@ import tempfile
 import time
 import warnings
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from math import comb
 from pathlib import Path
 
@@ -71,7 +71,7 @@ _STEP_CHECK_FACTOR = 10.0  # slack for the after-the-fact Newton-step convergenc
 _BACKWARD_ERROR_TOL = 1e-12  # residual relative to its row's terms: ~100 x machine epsilon
 _MEMORY_CACHE: OrderedDict[str, "_BdfFunctions"] = OrderedDict()
 _MEMORY_CACHE_SIZE = 32
-_CODE_VERSION = "bdf-2"  # bump when the generated step function changes
+_CODE_VERSION = "bdf-3"  # bump when the generated step function changes
 
 
 @dataclass
@@ -92,10 +92,15 @@ class BdfResult:
 class _BdfFunctions:
     """Everything built for one (F, order, Newton settings): step and check functions."""
 
-    step: ca.Function  # (hist[n*k], t, c[1+n]) -> hist_new[n*k], c = [1/h, row_scale]
-    post: ca.Function  # (x, t, hist, c) -> (F unscaled, D_h x)
-    jac: ca.Function  # (x, t, hist, c) -> (scaled residual, its Jacobian w.r.t. x)
+    step: ca.Function  # (hist[n*k], t, c[1+n]) -> (hist_new[n*k], diagnostics), c = [1/h, row_scale]
+    post: ca.Function  # (x, t, hist, c) -> (F unscaled, D_h x), for the given data at t0
     compiled: bool
+    marches: dict = field(default_factory=dict)  # n_steps -> step.mapaccum (building one costs ~5 ms)
+
+    def march(self, n_steps: int) -> ca.Function:
+        if n_steps not in self.marches:
+            self.marches[n_steps] = self.step.mapaccum("bdf_march", n_steps)
+        return self.marches[n_steps]
 
 
 def solve_bdf(
@@ -132,12 +137,13 @@ def solve_bdf(
     c = np.concatenate([[1.0 / h], scale])
     t = t0 + h * np.arange(n_steps + 1)
     start = np.concatenate([x0, hist0[:-1].ravel()])  # state before step 1: x_0, ..., x_{1-k}
-    states = np.asarray(funcs.step.mapaccum("bdf_march", n_steps)(start, t[1:][None, :], c))
+    states, diag = funcs.march(n_steps)(start, t[1:][None, :], c)
+    states, diag = np.asarray(states), np.asarray(diag).T  # (n*k, n_steps), (n_steps, 2n+2)
     x = np.vstack([x0, states[:n].T])
-    hist_before = np.hstack([hist0.ravel()[:, None], start[:, None], states[:, :-1]])
-    res, xdot = funcs.post.map(n_steps + 1)(x.T, t[None, :], hist_before, c)
-    res, xdot = np.asarray(res).T, np.asarray(xdot).T
-    converged = _converged(funcs.jac, res * scale, x, t, hist_before, c, newton_tol, step_tol)
+    res0, xdot0 = funcs.post(x0, t[0], hist0.ravel(), c)
+    res = np.vstack([np.asarray(res0).T, diag[:, :n]])
+    xdot = np.vstack([np.asarray(xdot0).T, diag[:, n:2 * n]])
+    converged = _converged(res * scale, x, diag[:, 2 * n], diag[:, 2 * n + 1], newton_tol, step_tol)
     t_solve = time.perf_counter() - tic
 
     result = BdfResult(
@@ -242,7 +248,11 @@ def _symbols(F, order):
 
 
 def _build_functions(F, order, tol, max_iter, key) -> _BdfFunctions:
-    """Build the step function (rootfinder + history shift) and the check functions."""
+    """Build the step function: Newton rootfinder, history shift, and per-step diagnostics.
+
+    Diagnostics (computed in the same compiled call, so checking costs no extra pass):
+    [F unscaled (n), D_h x (n), max |dx| / (1 + |x|) of one more Newton step, backward error].
+    """
     n = F.numel_in(1)
     x, t, hist, c, xdot, res = _symbols(F, order)
     scaled = c[1:] * res
@@ -250,17 +260,26 @@ def _build_functions(F, order, tol, max_iter, key) -> _BdfFunctions:
     G = ca.Function("G", [x, p], [scaled])
     opts = {"abstol": tol[0], "abstolStep": tol[1], "max_iter": int(max_iter), "error_on_fail": False}
     newton = ca.rootfinder("bdf_newton", "fast_newton", G, opts)
+    J = ca.jacobian(scaled, x)
+    # componentwise backward error: |g_i| relative to the size of row i's terms, sum_j |J_ij| (1 + |x_j|)
+    size = ca.mtimes(ca.fabs(J), 1 + ca.fabs(x))
+    backward = ca.mmax(ca.fabs(scaled) / ca.fmax(size, 1e-300))
+    parts = ca.Function("bdf_parts", [x, p], [res, xdot, J, backward])
 
     hist_m, t_m, c_m = ca.MX.sym("hist", n * order), ca.MX.sym("t"), ca.MX.sym("c", 1 + n)
     weights = [(-1) ** (j + 1) * comb(order, j) for j in range(1, order + 1)]
     guess = ca.mtimes(ca.reshape(hist_m, n, order), ca.DM(weights))
-    x_new = newton(guess, ca.vertcat(t_m, hist_m, c_m))
+    p_m = ca.vertcat(t_m, hist_m, c_m)
+    x_new = newton(guess, p_m)
+    res_m, xdot_m, J_m, backward_m = parts(x_new, p_m)
+    dx = ca.solve(J_m, c_m[1:] * res_m, "qr")  # one more Newton step (sparse QR, code-generatable)
+    step_rel = ca.mmax(ca.fabs(dx) / (1 + ca.fabs(x_new)))
     name = f"bdf_step_{key[:16]}" if key else "bdf_step"
     shifted = ca.vertcat(x_new, hist_m[: n * (order - 1)]) if order > 1 else x_new
-    step = ca.Function(name, [hist_m, t_m, c_m], [shifted])
+    diag = ca.vertcat(res_m, xdot_m, step_rel, backward_m)
+    step = ca.Function(name, [hist_m, t_m, c_m], [shifted, diag])
     post = ca.Function("bdf_post", [x, t, hist, c], [res, xdot])
-    jac = ca.Function("bdf_jac", [x, t, hist, c], [scaled, ca.jacobian(scaled, x)])
-    return _BdfFunctions(step=step, post=post, jac=jac, compiled=False)
+    return _BdfFunctions(step=step, post=post, compiled=False)
 
 
 # --- compilation and disk cache --------------------------------------------------------------
@@ -290,7 +309,7 @@ def _compiled(funcs: _BdfFunctions, key: str, cache_dir) -> _BdfFunctions:
             RuntimeWarning,
         )
         return funcs
-    return _BdfFunctions(step=step, post=funcs.post, jac=funcs.jac, compiled=True)
+    return _BdfFunctions(step=step, post=funcs.post, compiled=True)
 
 
 def _compile_to(step: ca.Function, so_path: Path) -> None:
@@ -324,44 +343,16 @@ def _first_line(err: Exception) -> str:
 # --- convergence check -----------------------------------------------------------------------
 
 
-def _converged(jac, scaled_res, x, t, hist_before, c, tol, step_tol) -> np.ndarray:
-    """Per-step convergence flags (see the module docstring); row 0 is always True."""
+def _converged(scaled_res, x, step_rel, backward, tol, step_tol) -> np.ndarray:
+    """Per-step convergence flags (see the module docstring); row 0 (given data) is always True."""
     finite = np.all(np.isfinite(scaled_res), axis=1) & np.all(np.isfinite(x), axis=1)
-    ok = finite & (np.abs(np.where(finite[:, None], scaled_res, 0.0)).max(axis=1) <= tol)
+    with np.errstate(invalid="ignore"):
+        small_res = np.abs(np.where(finite[:, None], scaled_res, 0.0)).max(axis=1) <= tol
+        ok = small_res.copy()
+        ok[1:] |= (step_rel <= _STEP_CHECK_FACTOR * step_tol) | (backward <= _BACKWARD_ERROR_TOL)
+    ok &= finite
     ok[0] = True
-    todo = np.flatnonzero(finite & ~ok)
-    if todo.size:
-        ok[todo] = _roundoff_converged(jac, x[todo], t[todo], hist_before[:, todo], c,
-                                       _STEP_CHECK_FACTOR * step_tol)
     return ok
-
-
-def _roundoff_converged(jac, x, t, hist, c, step_limit) -> np.ndarray:
-    """Flags: one more Newton step moves x by <= step_limit (1 + |x|), or the residual is at
-    roundoff level (componentwise backward error <= _BACKWARD_ERROR_TOL). Vectorized."""
-    m, n = x.shape
-    g, J = jac.map(m)(x.T, t[None, :], hist, c)
-    g = np.asarray(g).T[:, :, None]  # (m, n, 1)
-    J = np.asarray(ca.densify(J)).reshape(n, m, n).transpose(1, 0, 2)  # (m, n, n)
-    with np.errstate(all="ignore"):
-        try:
-            dx = np.linalg.solve(J, g)[:, :, 0]
-        except np.linalg.LinAlgError:  # some J singular: solve point by point
-            dx = np.array([_lstsq_or_inf(Ji, gi[:, 0]) for Ji, gi in zip(J, g)])
-    norm = (np.abs(dx) / (1.0 + np.abs(x))).max(axis=1)
-    # componentwise backward error: |g_i| relative to the size of row i's terms, sum |J_ij| (1+|x_j|)
-    with np.errstate(all="ignore"):
-        size = np.einsum("mij,mj->mi", np.abs(J), 1.0 + np.abs(x))
-        backward = (np.abs(g[:, :, 0]) / np.where(size > 0, size, 1.0)).max(axis=1)
-    ok_step = np.where(np.isfinite(norm), norm, np.inf) <= step_limit
-    return ok_step | (np.isfinite(backward) & (backward <= _BACKWARD_ERROR_TOL))
-
-
-def _lstsq_or_inf(J, g) -> np.ndarray:
-    try:
-        return np.linalg.solve(J, g)
-    except np.linalg.LinAlgError:
-        return np.full_like(g, np.inf)
 
 
 def _raise_on_failure(result: BdfResult, order: int, h: float) -> None:

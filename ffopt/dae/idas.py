@@ -1,0 +1,114 @@
+"""The inverse dynamics by SUNDIALS IDAS (variable order, variable step): the reference solver.
+
+IDAS needs an index-1 DAE in semi-explicit form. It is made from the I1 form F(t, x, x') = 0
+(seed 000 eq. 34): the differential variables x_D are those whose derivative appears in F; the
+algebraic unknowns are z = [w; x_A] with w = x_D':
+
+    x_D' = w,     0 = F(t, [x_D; x_A], [w; 0]).
+
+dF/d(w, x_A) is nonsingular exactly when the I1 form has index 1, so IDAS's Newton iteration on
+z is well posed. The robot starts at rest in static equilibrium, so z(0) = [0; x_A(0)] is
+consistent and no initial-condition calculation is needed. This is the counterpart of the seed's
+ode15i runs (sec. 7.4).
+
+The torques need the derivatives of some algebraic variables too (the motor velocities of elastic
+gears are algebraic in the I1 form, yet u contains the motor accelerations). They follow exactly
+from differentiating the algebraic equations along the solution:
+    z' = -g_z^{-1} (g_t + g_xD w).
+"""
+
+from __future__ import annotations
+
+import time
+
+import casadi as ca
+import numpy as np
+
+from ffopt.dae.equilibrium import static_equilibrium
+from ffopt.dae.forms import build_inverse_dae, choose_dummy_set
+from ffopt.dae.inverse import trajectory_from_states
+from ffopt.errors import SolverError
+from ffopt.models.flexible import FlexibleModel
+from ffopt.trajectory import Trajectory
+
+
+def semi_explicit(F: ca.Function) -> tuple[np.ndarray, ca.SX, ca.SX, ca.SX, ca.SX, ca.SX]:
+    """Split x into differential (derivative appears) and algebraic parts; build the IDAS DAE.
+
+    Returns (is_differential mask, t, x_D, z, ode, alg) as SX.
+    """
+    n = F.numel_in(1)
+    t, x, xd = ca.SX.sym("t"), ca.SX.sym("x", n), ca.SX.sym("xd", n)
+    Fxd = ca.jacobian(F(t, x, xd), xd).sparsity()
+    diff = np.zeros(n, dtype=bool)
+    diff[np.unique(Fxd.get_col())] = True
+    iD, iA = np.flatnonzero(diff), np.flatnonzero(~diff)
+    xD, w, xA = ca.SX.sym("xD", len(iD)), ca.SX.sym("w", len(iD)), ca.SX.sym("xA", len(iA))
+    x_full, xd_full = ca.SX.zeros(n), ca.SX.zeros(n)
+    x_full[iD.tolist()], x_full[iA.tolist()] = xD, xA
+    xd_full[iD.tolist()] = w
+    return diff, t, xD, ca.vertcat(w, xA), w, F(t, x_full, xd_full)
+
+
+def _algebraic_projection(t, xD, z, alg) -> ca.Function:
+    """(z guess, t, x_D) -> z with g(t, x_D, z) = 0 (Newton)."""
+    g = ca.Function("g", [z, ca.vertcat(t, xD)], [alg])
+    newton = ca.rootfinder("project", "newton", g, {"abstol": 1e-10, "error_on_fail": False})
+    z0, tt, xx = ca.SX.sym("z0", z.numel()), ca.SX.sym("t"), ca.SX.sym("xD", xD.numel())
+    return ca.Function("project", [z0, tt, xx], [newton(z0, ca.vertcat(tt, xx))])
+
+
+def _algebraic_rates(t, xD, z, ode, alg, grid, xf, zf) -> np.ndarray:
+    """z' (n, nz) from d/dt g(t, x_D, z) = 0 with x_D' = ode (index 1: g_z invertible).
+
+    The linear solves are numerical (LAPACK, pivoting): a symbolic SX solve has no pivoting.
+    """
+    rhs = ca.jacobian(alg, t) + ca.jacobian(alg, xD) @ ode
+    f = ca.Function("zdot_parts", [t, xD, z], [ca.densify(ca.jacobian(alg, z)), rhs]).map(len(grid))
+    gz, r = f(grid[None, :], xf.T, zf.T)
+    nz = z.numel()
+    gz = np.asarray(gz).reshape(nz, len(grid), nz).transpose(1, 0, 2)
+    return -np.linalg.solve(gz, np.asarray(r).T[:, :, None])[:, :, 0]
+
+
+def solve_inverse_idas(model: FlexibleModel, reference, step: float = 1e-3, rtol: float = 1e-10,
+                       atol: float = 1e-12, qa_guess=None) -> Trajectory:
+    """Solve the I1 inverse DAE with IDAS; output on the grid of ``step``; u from the motor rows."""
+    tic = time.perf_counter()
+    y0 = np.asarray(reference.evaluate(np.array([0.0]))).ravel()
+    q0 = static_equilibrium(model, y0, qa_guess)
+    dae = build_inverse_dae(model, reference, "I1", choose_dummy_set(model, q0[: model.layout.n_link]))
+    diff, t, xD, z, ode, alg = semi_explicit(dae.F)
+    n_steps = int(round(reference.t_end / step))
+    grid = step * np.arange(n_steps + 1)
+    opts = {"reltol": rtol, "abstol": atol, "max_num_steps": 100000, "calc_ic": False,
+            "disable_internal_warnings": True, "suppress_algebraic": True}
+    integ = ca.integrator("inverse_idas", "idas", {"t": t, "x": xD, "z": z, "ode": ode, "alg": alg},
+                          0.0, list(grid[1:]), opts)
+    x0 = dae.initial_state(q0)
+    t_build = time.perf_counter() - tic
+    tic = time.perf_counter()
+    try:
+        sol = integ(x0=x0[diff], z0=np.concatenate([np.zeros(diff.sum()), x0[~diff]]))
+    except RuntimeError as err:
+        raise SolverError(f"IDAS failed on the I1 inverse DAE ({str(err).strip().splitlines()[-1]}); "
+                          "try looser tolerances or check the path with the BDF solver") from None
+    t_solve = time.perf_counter() - tic
+    xf = np.array(sol["xf"]).T
+    # IDAS interpolates z at the output times without error control on it (suppress_algebraic):
+    # project, i.e. solve g(t, x_D, z) = 0 for z at each output time from IDAS's z.
+    zf = np.array(_algebraic_projection(t, xD, z, alg).map(n_steps)(np.array(sol["zf"]), grid[None, 1:], xf.T)).T
+    nD = int(diff.sum())
+    x = np.zeros((n_steps + 1, dae.n_x))
+    xdot = np.zeros_like(x)
+    x[0] = x0
+    x[1:, diff], x[1:, ~diff] = xf, zf[:, nD:]
+    xdot[1:, diff] = zf[:, :nD]
+    zdot = _algebraic_rates(t, xD, z, ode, alg, grid[1:], xf, zf)
+    xdot[1:, ~diff] = zdot[:, nD:]
+    a = np.array(dae.accel.map(len(grid))(x.T, xdot.T)).T
+    traj = trajectory_from_states(model, reference, grid, x, a, method="idas-I1")
+    stats = integ.stats()
+    traj.stats.update({"step": step, "form": "I1", "rtol": rtol, "atol": atol, "n_steps_idas": stats.get("nsteps"),
+                       "time_build_s": t_build, "time_solve_s": t_solve, "compiled": False})
+    return traj

@@ -71,7 +71,7 @@ _STEP_CHECK_FACTOR = 10.0  # slack for the after-the-fact Newton-step convergenc
 _BACKWARD_ERROR_TOL = 1e-12  # residual relative to its row's terms: ~100 x machine epsilon
 _MEMORY_CACHE: OrderedDict[str, "_BdfFunctions"] = OrderedDict()
 _MEMORY_CACHE_SIZE = 32
-_CODE_VERSION = "bdf-3"  # bump when the generated step function changes
+_CODE_VERSION = "bdf-4"  # bump when the generated step function changes
 
 
 @dataclass
@@ -137,13 +137,13 @@ def solve_bdf(
     c = np.concatenate([[1.0 / h], scale])
     t = t0 + h * np.arange(n_steps + 1)
     start = np.concatenate([x0, hist0[:-1].ravel()])  # state before step 1: x_0, ..., x_{1-k}
-    states, diag = funcs.march(n_steps)(start, t[1:][None, :], c)
-    states, diag = np.asarray(states), np.asarray(diag).T  # (n*k, n_steps), (n_steps, 2n+2)
-    x = np.vstack([x0, states[:n].T])
+    _, out = funcs.march(n_steps)(start, t[1:][None, :], c)
+    out = np.array(out.nonzeros()).reshape(n_steps, 3 * n + 2)  # dense, column-major: row i = step i+1
+    x = np.vstack([x0, out[:, :n]])
     res0, xdot0 = funcs.post(x0, t[0], hist0.ravel(), c)
-    res = np.vstack([np.asarray(res0).T, diag[:, :n]])
-    xdot = np.vstack([np.asarray(xdot0).T, diag[:, n:2 * n]])
-    converged = _converged(res * scale, x, diag[:, 2 * n], diag[:, 2 * n + 1], newton_tol, step_tol)
+    res = np.vstack([np.asarray(res0).T, out[:, n:2 * n]])
+    xdot = np.vstack([np.asarray(xdot0).T, out[:, 2 * n:3 * n]])
+    converged = _converged(res * scale, x, out[:, 3 * n], out[:, 3 * n + 1], newton_tol, step_tol)
     t_solve = time.perf_counter() - tic
 
     result = BdfResult(
@@ -250,8 +250,9 @@ def _symbols(F, order):
 def _build_functions(F, order, tol, max_iter, key) -> _BdfFunctions:
     """Build the step function: Newton rootfinder, history shift, and per-step diagnostics.
 
-    Diagnostics (computed in the same compiled call, so checking costs no extra pass):
-    [F unscaled (n), D_h x (n), max |dx| / (1 + |x|) of one more Newton step, backward error].
+    Second output (computed in the same compiled call, so checking costs no extra pass): x_i and
+    its diagnostics [x_i (n), F unscaled (n), D_h x_i (n), max |dx| / (1 + |x|) of one more Newton
+    step, backward error].
     """
     n = F.numel_in(1)
     x, t, hist, c, xdot, res = _symbols(F, order)
@@ -276,7 +277,7 @@ def _build_functions(F, order, tol, max_iter, key) -> _BdfFunctions:
     step_rel = ca.mmax(ca.fabs(dx) / (1 + ca.fabs(x_new)))
     name = f"bdf_step_{key[:16]}" if key else "bdf_step"
     shifted = ca.vertcat(x_new, hist_m[: n * (order - 1)]) if order > 1 else x_new
-    diag = ca.vertcat(res_m, xdot_m, step_rel, backward_m)
+    diag = ca.vertcat(x_new, res_m, xdot_m, step_rel, backward_m)
     step = ca.Function(name, [hist_m, t_m, c_m], [shifted, diag])
     post = ca.Function("bdf_post", [x, t, hist, c], [res, xdot])
     return _BdfFunctions(step=step, post=post, compiled=False)

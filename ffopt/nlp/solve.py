@@ -28,6 +28,13 @@ from ffopt.trajectory import Trajectory
 DIVERGED_TORQUE_FACTOR = 1e3  # BDF torques this many times the static torque scale: diverged
 
 
+def hessian_mode(s: NlpSettings, noncausal: bool) -> str:
+    """L-BFGS where the NLP is square (causal exact tracking, no bounds: u is fixed by the path);
+    measured on E12 at 2 ms: same solution (0.081 mm verified), solve 1.3-1.5 s instead of 3.1-3.6 s."""
+    square = s.tracking == "exact" and not noncausal and s.torque_max is None and s.torque_rate_max is None
+    return "limited-memory" if square else "exact"
+
+
 def solve_backend(backend: str, nlp, warm: bool, settings: NlpSettings, transcription=None):
     if backend == "casadi":
         from ffopt.nlp.backends.casadi_ipopt import solve
@@ -113,6 +120,7 @@ def solve_inverse_nlp(model: FlexibleModel, reference, settings: NlpSettings, qa
     _precheck_bounds(tr, warm if use_warm else None)
     guess = tr.guess_from_trajectory(warm) if use_warm else tr.rest_guess()
     nlp = tr.build(guess)
+    nlp.info["hessian"] = hessian_mode(s, noncausal)
     t_transcribe = time.perf_counter() - tic
     res = solve_backend(s.backend, nlp, use_warm, s, tr)
     sol = tr.unpack(res.w)
@@ -175,7 +183,7 @@ def _trajectory(model, reference, tr, nlp, res, sol, t_transcribe, warm) -> Traj
     err = np.abs(sol["E"])
     stats = {
         "scheme": s.scheme, "degree": tr.rule.degree, "step": tr.h, "n_intervals": tr.K,
-        "formulation": nlp.info["formulation"], "tracking": s.tracking, "objective_kind": s.objective,
+        "formulation": nlp.info["formulation"], "hessian": nlp.info["hessian"], "tracking": s.tracking, "objective_kind": s.objective,
         "strategy": s.strategy, "t_start_s": tr.t0, "t_end_s": tr.tf,
         "pre_actuation_s": s.pre_actuation_s, "post_actuation_s": s.post_actuation_s,
         "n_variables": nlp.n_variables, "n_constraints": nlp.n_constraints, "warm_start": warm,

@@ -14,7 +14,7 @@ from ffopt.nlp.transcription import NlpProblem
 def solve(problem: NlpProblem, warm: bool, tol: float, max_iter: int, max_wall_time: float,
           w0: np.ndarray | None = None) -> NlpResult:
     tic = time.perf_counter()
-    opts = {"ipopt": ipopt_options(warm, tol, max_iter, max_wall_time), "print_time": False}
+    opts = {"ipopt": ipopt_options(warm, tol, max_iter, max_wall_time, problem.info.get("hessian", "exact")), "print_time": False}
     solver = ca.nlpsol("ffopt_nlp", "ipopt", {"x": problem.w, "f": problem.f, "g": problem.g}, opts)
     t_build = time.perf_counter() - tic
     tic = time.perf_counter()

@@ -42,14 +42,20 @@ class NlpResult:
                 "max_constraint_violation_scaled": self.max_constraint_violation()}
 
 
-def ipopt_options(warm: bool, tol: float, max_iter: int, max_wall_time: float) -> dict:
-    """IPOPT options; with ``warm`` the primal start point is kept (small barrier, tiny push)."""
+def ipopt_options(warm: bool, tol: float, max_iter: int, max_wall_time: float, hessian: str = "exact") -> dict:
+    """IPOPT options; with ``warm`` the primal start point is kept (small barrier, tiny push).
+
+    ``hessian``: "exact" or "limited-memory" (L-BFGS; used where the NLP is square, see
+    ffopt.nlp.solve.hessian_mode: the feasible set is a point and second derivatives only slow
+    each iteration down).
+    """
     # u = Jm * d(vm)/dt + ... is a derivative of the collocation polynomial of an algebraic-like
     # motor velocity: a residual of 1e-8 (scaled) in the gear rows moved u by ~200 N m on E12
     # (1 mm tool error), so feasibility is required much tighter than optimality.
     opts = {"tol": tol, "constr_viol_tol": 1e-3 * tol, "max_iter": int(max_iter), "print_level": 0,
             "sb": "yes", "max_wall_time": float(max_wall_time), "mu_strategy": "adaptive",
-            "mumps_scaling": 0}  # the NLP is scaled already; MUMPS scaling made E1 factorisations explode
+            "mumps_scaling": 0,  # the NLP is scaled already; MUMPS scaling made E1 factorisations explode
+            "hessian_approximation": hessian}
     if warm:
         opts.update({"warm_start_init_point": "yes", "mu_init": 1e-6, "warm_start_bound_push": 1e-8,
                      "warm_start_mult_bound_push": 1e-8, "warm_start_bound_frac": 1e-8,

@@ -78,7 +78,7 @@ def solve(problem: NlpProblem, warm: bool, tol: float, max_iter: int, max_wall_t
     nlp = cyipopt.Problem(n=problem.n_variables, m=problem.n_constraints, problem_obj=cb,
                           lb=np.clip(problem.lbx, -big, big), ub=np.clip(problem.ubx, -big, big),
                           cl=np.clip(problem.lbg, -big, big), cu=np.clip(problem.ubg, -big, big))
-    for key, value in ipopt_options(warm, tol, max_iter, max_wall_time).items():
+    for key, value in ipopt_options(warm, tol, max_iter, max_wall_time, problem.info.get("hessian", "exact")).items():
         nlp.add_option(key, value)
     t_build = time.perf_counter() - tic
     tic = time.perf_counter()

@@ -11,8 +11,10 @@ from pathlib import Path
 import numpy as np
 
 from ffopt.errors import ProblemError, SolverError
-from ffopt.io.problem import Problem, load_problem
+from ffopt.io.problem import METHODS, Problem, load_problem
 from ffopt.trajectory import Trajectory
+
+SEED_VARIANT_METHODS = ("hi", "dd43", "dd44", "dd48", "dd49", "km", "dc")  # seed 000's E1 family
 
 
 @dataclass
@@ -98,12 +100,17 @@ def plan(problem: Problem | str | Path, method: str | None = None, order: int | 
             traj = solve_inverse_bdf(model, reference, s.order, s.step, s.form, s.scaling_power, guess, compile)
         except SolverError as err:
             raise SolverError(f"{err}{_zero_dynamics_hint(model, reference, guess)}") from None
+    elif s.method in SEED_VARIANT_METHODS:
+        from ffopt.dae.seed_variants import solve_inverse_variant
+
+        say(f"solving the inverse dynamics: seed 000 variant {s.method.upper()}, BDF-{s.order}, h = {s.step * 1e3:g} ms")
+        traj = solve_inverse_variant(model, reference, s.method.upper(), s.order, s.step, guess)
     elif s.method == "nlp":
         from ffopt.nlp.solve import plan_nlp
 
         traj = plan_nlp(problem, say)
     else:
-        raise ProblemError(f"solver.method: {s.method!r} is not available (use 'bdf' or 'nlp')")
+        raise ProblemError(f"solver.method: {s.method!r} is not available (use one of {', '.join(METHODS)})")
     timings["inverse_dynamics"] = time.perf_counter() - tic
 
     report = None

@@ -48,3 +48,15 @@ def test_variants_need_e1_simplified():
     p = load_problem(ROOT / "problems" / "e12_line.toml")
     with pytest.raises(ProblemError, match="E1 simplified"):
         solve_inverse_variant(p.model, p.reference, "HI", 6, 1e-3)
+
+
+def test_seed_variants_are_selectable_from_the_cli(tmp_path):
+    from ffopt.cli.main import main
+
+    out = tmp_path / "km"
+    assert main(["plan", str(ROOT / "problems" / "e1_simplified.toml"), "--method", "km", "--out", str(out),
+                 "--quiet", "--no-plots"]) == 0
+    import json
+
+    s = json.loads((out / "summary.json").read_text())
+    assert s["method"] == "KM-bdf6" and s["verification"]["tool_error"]["feedforward_pd"]["max_mm"] < 0.5

@@ -7,6 +7,7 @@ import sys
 import time
 
 from ffopt.errors import FfoptError
+from ffopt.io.problem import METHODS
 
 EXIT_ERROR = 2
 
@@ -55,7 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("plan", help="compute, verify and write a feedforward plan")
     p.add_argument("problem", help="problem file (TOML), e.g. problems/e12_line.toml")
     p.add_argument("--out", required=True, help="output directory (replaced only on success)")
-    p.add_argument("--method", choices=["bdf", "nlp"], help="default: the problem's solver.method")
+    p.add_argument("--method", choices=list(METHODS),
+                   help="bdf or nlp; hi, dd43..dd49, km, dc: seed 000's E1 variants (E1 simplified only); "
+                        "default: the problem's solver.method")
     p.add_argument("--order", type=int, help="BDF order k (1..6)")
     p.add_argument("--step", type=float, help="step size h in seconds, e.g. 0.001")
     p.add_argument("--form", choices=["I3", "I2", "I1"], help="DAE form: original (I3) or differentiated")

@@ -14,7 +14,7 @@ from ffopt.errors import ProblemError, SolverError
 from ffopt.io.problem import METHODS, Problem, load_problem
 from ffopt.trajectory import Trajectory
 
-SEED_VARIANT_METHODS = ("hi", "dd43", "dd44", "dd48", "dd49", "km", "dc")  # seed 000's E1 family
+SEED_VARIANT_METHODS = ("hi", "dd", "dd43", "dd44", "dd48", "dd49", "km", "dc")  # seed 000's E1 family
 
 
 @dataclass

@@ -68,12 +68,12 @@ def model_summary(model) -> dict:
             "motors": names[L.n_link:], "outputs": list(model.outputs)}
 
 
-def _structural(model, reference):
+def _structural(model, reference, guess):
     try:
         from ffopt.analysis.structural import structural_analysis
     except ImportError:
         return None
-    return structural_analysis(model, reference, form="I3")
+    return structural_analysis(model, reference, form="I3", qa_guess=guess)
 
 
 def analyze_problem(problem, n_points: int = 41, frequency_points: int = 21) -> AnalysisReport:
@@ -90,7 +90,7 @@ def analyze_problem(problem, n_points: int = 41, frequency_points: int = 21) -> 
         problem=problem.name,
         model=model_summary(model),
         strangeness=strangeness_analysis(model, ref, "I3", guess),
-        structural=_structural(model, ref),
+        structural=_structural(model, ref, guess),
         frequencies=eigenfrequencies(model, ref, guess, frequency_points, pd_gains=gains),
         zero_dynamics=zero_dynamics(model, ref, guess, n_points),
     )

@@ -57,7 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("problem", help="problem file (TOML), e.g. problems/e12_line.toml")
     p.add_argument("--out", required=True, help="output directory (replaced only on success)")
     p.add_argument("--method", choices=list(METHODS),
-                   help="bdf or nlp; hi, dd43..dd49, km, dc: seed 000's E1 variants (E1 simplified only); "
+                   help="bdf or nlp; hi, dd (automatic dummy derivatives), km, dc: seed 000's solver family, "
+                        "any model; dd43..dd49: the seed's hand-made E1 systems; "
                         "default: the problem's solver.method")
     p.add_argument("--order", type=int, help="BDF order k (1..6)")
     p.add_argument("--step", type=float, help="step size h in seconds, e.g. 0.001")

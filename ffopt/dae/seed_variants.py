@@ -1,23 +1,25 @@
-"""The seed's solver family on E1 simplified (seed 000, sec. 5.1.1 and 7.2): HI, DD, KM, DC.
+"""The seed's solver variants for E1 (seed 000 sec. 7.2) and one entry point for all of them.
 
-Variables x = [x1, x2, x3, x4] = [q1, q2, dq1, dq2]; the torque balance of the driven joint is
-removed (u eliminated); l1, l2, J, k, d from the problem. With P = l1 sin x1 + l2 sin(x1 + x2),
-V = dP/dt and A = d^2P/dt^2 (along x):
+Hand-made E1 systems in x = [x1, x2, x3, x4] = [q1, q2, dq1, dq2] (q1 the driven joint, q2 the
+passive elastic joint, output z), built from the model's own functions so they hold for the
+simplified (eq. 16) and the complete (eq. 27) E1 alike:
 
-- HI   eq. (40): [passive row; x1' - x3; x2' - x4; P - theta]                  (index 2)
-- DD43 eq. (43): (40) + [V - theta'], dummy derivative x1' = x1^ (5 unknowns)
-- DD44 eq. (44): [passive; x2' - x4; P - theta; V - theta']                       (index 1)
-- DD48 eq. (48): [passive; P - theta; V - theta'; A - theta'']   x1, x2 algebraic
-- DD49 eq. (49): [passive; x2' - x4; P - theta; A - theta'']
-- KM   eq. (38): derivative array F_1(t, x, y) = 0 with y = (x', x'') free, plus
-                 Z1^T F(t, x, D_h x) = 0 with Z1^T picking (19a) = [x1' - x3; passive row];
-                 an underdetermined system per step, solved by minimum-norm Gauss-Newton.
-- DC   eq. (20)-(21): x2, x4 explicit functions of (t, x1, x3) (20), substituted into (19a):
-                 an implicit ODE in (x1, x3) (21), then (20) for x2, x4.
+- HI (eq. 40): the original DAE [link row; x1' - x3; x2' - x4; Gamma - theta] (= form I3).
+- 43: dummy derivative x^1 = x1' added: [link; x^1 - x3; x2' - x4; Gamma - theta; Gamma' - theta'].
+- 44: (43) without x^1 and its row: [link; x2' - x4; Gamma - theta; Gamma' - theta'] (= form I2).
+- 48: both kinematic rows removed (dummies x1', x2'): [link; Gamma; Gamma'; Gamma''], x1, x2
+  algebraic. At rest Gamma' does not depend on (x1, x2) and Gamma'' ~ (alpha0/h) Gamma', so the
+  BDF Newton matrix is singular at the start: the seed found "no solution at all".
+- 49: the velocity constraint removed instead: [link; x2' - x4; Gamma; Gamma''].
 
-The passive row is J21 x3' + J22 x4' + k x2 + d x4 = 0. u = J11 x3' + J12 x4' afterwards.
-HI, DD and DC are square and go through ffopt.dae.bdf.solve_bdf (compiled) or, for the
-like-for-like cost comparison with KM, through the same Python Gauss-Newton stepper as KM.
+Here Gamma' = J(q) v and Gamma'' = J(q) a + (dJ/dt) v, i.e. the constraint differentiated with
+the kinematic rows substituted, as in the seed.
+
+``solve_inverse_variant`` selects HI / DD / KM / DC like the other methods; DD is the automatic
+dummy-derivative reduction (any model), DD43..DD49 the hand-made E1 systems. Two engines: the
+compiled CasADi stepping of ffopt.dae.bdf (KM: its own CasADi mapaccum loop, ffopt.dae.km) and a
+plain Python Gauss-Newton stepper with minimum-norm steps (numpy lstsq), the same for every
+variant, for like-for-like cost comparisons with KM (the seed's Matlab solver was of that kind).
 """
 
 from __future__ import annotations
@@ -30,185 +32,265 @@ import numpy as np
 
 from ffopt.dae.bdf import BDF_ALPHA, solve_bdf
 from ffopt.dae.equilibrium import static_equilibrium
-from ffopt.dae.inverse import trajectory_from_states
 from ffopt.errors import ProblemError, SolverError
+from ffopt.models.flexible import FlexibleModel
 from ffopt.trajectory import Trajectory
 
-VARIANTS = ("HI", "DD43", "DD44", "DD48", "DD49", "KM", "DC")
+E1_EQUATIONS = (40, 43, 44, 48, 49)
+# "DD" = automatic dummy derivatives (any model); "DD43".."DD49" = the seed's hand-made E1 systems
+VARIANTS = ("HI", "DD", "DD43", "DD44", "DD48", "DD49", "KM", "DC")
+ENGINES = ("compiled", "python")
+# (1/h)^p scaling of the constraint rows: seed sec. 7.2.1 scales the index-2 constraint by 1/h.
+DEFAULT_POWER = {40: 1.0, 43: 1.0, 44: 1.0, 48: 0.0, 49: 0.0}
 
 
 @dataclass
-class E1Data:
-    J: np.ndarray
-    k: float
-    d: float
-    l1: float
-    l2: float
+class E1Variant:
+    equation: int
+    F: ca.Function  # (t, X, Xdot) -> residual
+    n_x: int
+    constraint_rows: np.ndarray
+    accel: ca.Function  # (X, Xdot) -> a (2)
+
+    def row_scale(self, h: float, p: float | None = None) -> np.ndarray:
+        p = DEFAULT_POWER[self.equation] if p is None else p
+        return np.where(self.constraint_rows, (1.0 / h) ** p, 1.0)
+
+    def initial_state(self, q0: np.ndarray) -> np.ndarray:
+        return np.concatenate([q0, np.zeros(self.n_x - 2)])
 
 
-def e1_data(model) -> E1Data:
-    """E1 simplified's parameters from the model (constant inertia, direct + passive joint)."""
-    ch, L = model.chain, model.layout
-    if ch.constant_inertia is None or L.n_link != 2 or L.direct != (0,) or L.passive != (1,):
-        raise ProblemError("seed variants: need E1 simplified (constant_inertia, joint 1 direct, joint 2 passive)")
-    j2 = ch.joints[1]
-    return E1Data(np.asarray(ch.constant_inertia, float), j2.stiffness, j2.damping,
-                  float(np.linalg.norm(j2.origin)), float(np.linalg.norm(ch.tool_origin)))
+def check_e1(model: FlexibleModel) -> None:
+    L = model.layout
+    if not (L.n_link == 2 and L.n_motor == 0 and L.direct == (0,) and L.passive == (1,) and len(model.outputs) == 1):
+        raise ProblemError(f"the seed's hand-made variants DD43..DD49 need an E1-type model (E1 simplified or "
+                           f"complete: driven joint 1, passive joint 2, one output, no motors); model {model.name!r} "
+                           f"has direct {L.direct}, passive {L.passive}, {L.n_motor} motors, outputs "
+                           f"{list(model.outputs)}. Use variant HI, DD (automatic), KM or DC")
 
 
-def _path_terms(p: E1Data, x, xd):
-    """P, V = dP/dt and A = d2P/dt2 along x (x1' = x3, x2' = x4 substituted, seed eq. 42, 47)."""
-    x1, x2, x3, x4 = x[0], x[1], x[2], x[3]
-    P = p.l1 * ca.sin(x1) + p.l2 * ca.sin(x1 + x2)
-    V = p.l1 * ca.cos(x1) * x3 + p.l2 * ca.cos(x1 + x2) * (x3 + x4)
-    A = (-p.l1 * ca.sin(x1) * x3**2 - p.l2 * ca.sin(x1 + x2) * (x3 + x4) ** 2
-         + p.l1 * ca.cos(x1) * xd[2] + p.l2 * ca.cos(x1 + x2) * (xd[2] + xd[3]))
-    return P, V, A
+def e1_variant(model: FlexibleModel, reference, equation: int) -> E1Variant:
+    """The hand-made E1 system of seed 000 eq. (40), (43), (44), (48) or (49)."""
+    check_e1(model)
+    if equation not in E1_EQUATIONS:
+        raise ProblemError(f"E1 variant equation must be one of {E1_EQUATIONS}, got {equation}")
+    n_x = 5 if equation == 43 else 4
+    t, X, Xd = ca.SX.sym("t"), ca.SX.sym("x", n_x), ca.SX.sym("xdot", n_x)
+    q, v, a = X[0:2], X[2:4], Xd[2:4]
+    link = model.unactuated_link_rows(q, v, a)
+    y = model.output(q)
+    J = ca.jacobian(y, q)
+    con = [y - reference.expression(t, 0), J @ v - reference.expression(t, 1),
+           ca.jacobian(J @ v, q) @ v + J @ a - reference.expression(t, 2)]
+    kin1, kin2 = Xd[0] - v[0], Xd[1] - v[1]
+    rows = {40: lambda: [link, kin1, kin2, con[0]],
+            43: lambda: [link, X[4] - v[0], kin2, con[0], con[1]],
+            44: lambda: [link, kin2, con[0], con[1]],
+            48: lambda: [link, con[0], con[1], con[2]],
+            49: lambda: [link, kin2, con[0], con[2]]}[equation]()
+    n_con = {40: 1, 43: 2, 44: 2, 48: 3, 49: 2}[equation]
+    res = ca.vertcat(*rows)
+    F = ca.Function(f"e1_eq{equation}", [t, X, Xd], [res], ["t", "x", "xdot"], ["res"])
+    constraint = np.arange(n_x) >= n_x - n_con
+    accel = ca.Function("accel", [X, Xd], [a], ["x", "xdot"], ["a"])
+    return E1Variant(equation, F, n_x, constraint, accel)
 
 
-def variant_dae(variant: str, p: E1Data, reference) -> ca.Function:
-    """F(t, x, xdot) of the variant (5 unknowns for DD43: x and the dummy x1^)."""
-    n = 5 if variant == "DD43" else 4
-    t, x, xd = ca.SX.sym("t"), ca.SX.sym("x", n), ca.SX.sym("xd", n)
-    th = [reference.expression(t, o)[0] for o in range(3)]
-    passive = p.J[1, 0] * xd[2] + p.J[1, 1] * xd[3] + p.k * x[1] + p.d * x[3]
-    P, V, A = _path_terms(p, x, xd)
-    rows = {
-        "HI": lambda: [passive, xd[0] - x[2], xd[1] - x[3], P - th[0]],
-        "DD43": lambda: [passive, x[4] - x[2], xd[1] - x[3], P - th[0], V - th[1]],
-        "DD44": lambda: [passive, xd[1] - x[3], P - th[0], V - th[1]],
-        "DD48": lambda: [passive, P - th[0], V - th[1], A - th[2]],
-        "DD49": lambda: [passive, xd[1] - x[3], P - th[0], A - th[2]],
-    }[variant]()
-    return ca.Function(f"e1_{variant}", [t, x, xd], [ca.vertcat(*rows)])
 
 
-def decoupled_ode(p: E1Data, reference):
-    """DC: (G(t, xd, xd'), x_a(t, xd), x_a'(t, xd, xd')) for xd = [x1, x3], x_a = [x2, x4] (eq. 20-21)."""
-    t, xd, xdd = ca.SX.sym("t"), ca.SX.sym("xd", 2), ca.SX.sym("xdd", 2)
-    th = [reference.expression(t, o)[0] for o in range(2)]
-    x1, x3 = xd[0], xd[1]
-    x2 = -x1 + ca.asin((th[0] - p.l1 * ca.sin(x1)) / p.l2)  # (20a)
-    x4 = (th[1] - p.l1 * ca.cos(x1) * x3) / (p.l2 * ca.cos(x1 + x2)) - x3  # (20b), from V = theta'
-    xa = ca.vertcat(x2, x4)
-    xa_dot = ca.jacobian(xa, t) + ca.jacobian(xa, xd) @ xdd
-    G = ca.vertcat(xdd[0] - x3, p.J[1, 0] * xdd[1] + p.J[1, 1] * xa_dot[1] + p.k * x2 + p.d * x4)  # (21)
-    return (ca.Function("dc_G", [t, xd, xdd], [G]), ca.Function("dc_xa", [t, xd], [xa]),
-            ca.Function("dc_xa_dot", [t, xd, xdd], [xa_dot]))
+# --- a plain Python Gauss-Newton BDF stepper (like-for-like timings with KM) -------------------
 
 
-# --- a plain Python Gauss-Newton BDF stepper (shared by KM and the like-for-like timings) -----
+def python_bdf(F: ca.Function, x0: np.ndarray, h: float, n_steps: int, order: int, row_scale=None,
+               tol: float = 1e-10, max_iter: int = 20):
+    """(t, x, xdot, wall s): k-step BDF with minimum-norm Gauss-Newton steps in a Python loop."""
+    n = F.numel_in(1)
+    alpha = BDF_ALPHA[order]
+    scale = np.ones(n) if row_scale is None else np.asarray(row_scale, float)
+    z, t_s, past = ca.SX.sym("z", n), ca.SX.sym("t"), ca.SX.sym("past", n)
+    inv_h = ca.SX.sym("inv_h")
+    r = ca.DM(scale) * F(t_s, z, (alpha[0] * z + past) * inv_h)
+    R = ca.Function("python_bdf_step", [z, t_s, past, inv_h], [r, ca.jacobian(r, z)])
+    t = h * np.arange(n_steps + 1)
+    tic = time.perf_counter()
+    x = gauss_newton_march(R, x0, n, t, order, h)
+    return t, x, bdf_derivative(x, order, h), time.perf_counter() - tic
 
 
-def _python_bdf(residual: ca.Function, z0: np.ndarray, n_x: int, t: np.ndarray, order: int, h: float,
-                tol: float = 1e-10, max_iter: int = 20) -> np.ndarray:
-    """March R(z_i, t_i, history) = 0 over t; z_i[:n_x] is the BDF state. Minimum-norm steps."""
+def gauss_newton_march(R: ca.Function, z0: np.ndarray, n_x: int, t: np.ndarray, order: int, h: float,
+                       tol: float = 1e-10, max_iter: int = 20) -> np.ndarray:
+    """March R(z_i, t_i, sum_j alpha_j x_(i-j), 1/h) = 0; z_i[:n_x] is the BDF state, at rest before t0."""
     alpha = BDF_ALPHA[order]
     Z = np.zeros((len(t), len(z0)))
     Z[0] = z0
-    hist = np.tile(z0[:n_x], (order, 1))  # at rest before t0
+    hist = np.tile(z0[:n_x], (order, 1))
     for i in range(1, len(t)):
-        past = alpha[1:] @ hist  # sum_j alpha_j x_{i-j}
+        past = alpha[1:] @ hist
         z = Z[i - 1].copy()
         for _ in range(max_iter):
-            r, J = residual(z, t[i], past / h)
+            r, J = R(z, t[i], past, 1.0 / h)
             r, J = np.asarray(r).ravel(), np.asarray(J)
             dz = np.linalg.lstsq(J, -r, rcond=None)[0]
             z += dz
+            if not np.all(np.isfinite(z)):
+                break
             if np.abs(dz).max() <= tol * (1 + np.abs(z).max()):
                 break
         else:
-            raise SolverError(f"Gauss-Newton did not converge at t = {t[i]:.4g} (|R| = {np.abs(r).max():.3g})")
+            z[:] = np.nan
+        if not np.all(np.isfinite(z)):
+            raise SolverError(f"Gauss-Newton (BDF-{order}, h = {h:g}) did not converge at t = {t[i]:.4g} "
+                              f"(step {i}, |R| = {np.abs(r).max():.3g}); try another step or variant")
         Z[i] = z
         hist = np.vstack([z[:n_x], hist[:-1]])
     return Z
 
 
-def _step_residual(F: ca.Function, n: int, order: int, h_alpha0: float) -> ca.Function:
-    """(z = x_i, t, past) -> (F(t, x, alpha0/h x + past), Jacobian): one BDF step, square."""
-    z, t, past = ca.SX.sym("z", n), ca.SX.sym("t"), ca.SX.sym("past", n)
-    r = F(t, z, h_alpha0 * z + past)
-    return ca.Function("step", [z, t, past], [r, ca.jacobian(r, z)])
-
-
-def _km_residual(F: ca.Function, order: int, h: float) -> ca.Function:
-    """KM step (38): z = [x, x', x''] (12), R = [F_1(t, x, x', x''); Z1^T F(t, x, D_h x)]."""
-    from ffopt.analysis.strangeness import derivative_array
-
-    t, X, F1 = derivative_array(F, 4, 1)
-    z = ca.vertcat(*X)
-    past = ca.SX.sym("past", 4)
-    bdf_rows = F(t, X[0], BDF_ALPHA[order][0] / h * X[0] + past)[[1, 0]]  # (19a): x1' - x3, passive
-    r = ca.vertcat(F1, bdf_rows)
-    return ca.Function("km_step", [z, t, past], [r, ca.jacobian(r, z)])
-
-
-# --- public entry point --------------------------------------------------------------------
-
-
-def solve_inverse_variant(model, reference, variant: str, order: int = 6, step: float = 5e-3,
-                          qa_guess=None, engine: str = "compiled") -> Trajectory:
-    """Solve E1 simplified's inverse dynamics with one of the seed's formulations (VARIANTS).
-
-    engine: "compiled" (ffopt.dae.bdf, C code) or "python" (the plain Gauss-Newton stepper used
-    for KM, for like-for-like timings). KM always uses the Python stepper.
-    """
-    if variant not in VARIANTS:
-        raise ProblemError(f"variant must be one of {', '.join(VARIANTS)}, got {variant!r}")
-    p = e1_data(model)
-    y0 = np.asarray(reference.evaluate(np.array([0.0]))).ravel()
-    q0 = static_equilibrium(model, y0, qa_guess)
-    n_steps = int(round(reference.t_end / step))
-    t = step * np.arange(n_steps + 1)
-    tic = time.perf_counter()
-    if variant == "DC":
-        x, xdot = _solve_dc(p, reference, q0, t, order, step, engine)
-    elif variant == "KM":
-        R = _km_residual(variant_dae("HI", p, reference), order, step)
-        z0 = np.concatenate([q0, np.zeros(10)])
-        Z = _python_bdf(R, z0, 4, t, order, step)
-        # y = (x', x'') is not unique (only x is, Hypothesis 1): x' from the BDF difference, as HI
-        x = Z[:, :4]
-        xdot = _bdf_derivative(x, order, step)
-    else:
-        F = variant_dae(variant, p, reference)
-        n = F.numel_in(1)
-        x0 = np.concatenate([q0, np.zeros(n - 2)])
-        if engine == "python":
-            R = _step_residual(F, n, order, BDF_ALPHA[order][0] / step)
-            x = _python_bdf(R, x0, n, t, order, step)
-            xdot = _bdf_derivative(x, order, step)
-        else:
-            res = solve_bdf(F, x0, 0.0, step, n_steps, order)
-            x, xdot = res.x, res.xdot
-    wall = time.perf_counter() - tic
-    q, v, a = x[:, :2], x[:, 2:4], xdot[:, 2:4]
-    traj = trajectory_from_states(model, reference, t, np.hstack([q, v]), a, method=f"{variant}-bdf{order}")
-    traj.stats.update({"variant": variant, "order": order, "step": step, "engine": engine if variant != "KM"
-                       else "python", "time_solve_s": wall})
-    return traj
-
-
-def _bdf_derivative(x: np.ndarray, order: int, h: float) -> np.ndarray:
-    """D_h x on the grid with the at-rest history before t0."""
+def bdf_derivative(x: np.ndarray, order: int, h: float) -> np.ndarray:
+    """D_h x on the grid, with the at-rest history x_0 before t0."""
     alpha = BDF_ALPHA[order]
     padded = np.vstack([np.tile(x[0], (order, 1)), x])
     return sum(alpha[j] * padded[order - j: len(padded) - j] for j in range(order + 1)) / h
 
 
-def _solve_dc(p, reference, q0, t, order, h, engine):
-    G, xa_fun, xa_dot_fun = decoupled_ode(p, reference)
-    xd0 = np.array([q0[0], 0.0])
+# --- solving ---------------------------------------------------------------------------------
+
+
+def _run(F, x0, h, n_steps, order, row_scale, engine):
+    """(t, x, xdot, solve s, compiled) through the chosen engine."""
     if engine == "python":
-        R = _step_residual(G, 2, order, BDF_ALPHA[order][0] / h)
-        xd = _python_bdf(R, xd0, 2, t, order, h)
-        xdd = _bdf_derivative(xd, order, h)
+        t, x, xdot, wall = python_bdf(F, x0, h, n_steps, order, row_scale)
+        return t, x, xdot, wall, False
+    try:
+        res = solve_bdf(F, x0, 0.0, h, n_steps, order, row_scale=row_scale, compile=engine == "compiled")
+    except RuntimeError as err:  # CasADi's virtual machine stops on a singular Newton matrix
+        raise SolverError(f"BDF-{order} (h = {h:g}) failed: {str(err).splitlines()[-1]}; the step equations are "
+                          "singular (try another variant, step or order)") from None
+    return res.t, res.x, res.xdot, res.wall_time_solve, res.compiled
+
+
+def solve_e1_variant(model: FlexibleModel, reference, equation: int, order: int = 6, step: float = 5e-3,
+                     qa_guess=None, scaling_power: float | None = None, engine: str = "compiled") -> Trajectory:
+    """k-step BDF on one hand-made E1 system; raises SolverError where Newton fails (eq. 48)."""
+    from ffopt.dae.inverse import trajectory_from_states
+
+    var = e1_variant(model, reference, equation)
+    y0 = np.asarray(reference.evaluate(np.array([0.0]))).ravel()
+    q0 = static_equilibrium(model, y0, qa_guess)
+    n_steps = int(round(reference.t_end / step))
+    t, x, xdot, wall, compiled = _run(var.F, var.initial_state(q0), step, n_steps, order,
+                                      var.row_scale(step, scaling_power), engine)
+    a = np.array(var.accel.map(len(t))(x.T, xdot.T)).T
+    name = "HI" if equation == 40 else f"DD{equation}"
+    traj = trajectory_from_states(model, reference, t, x, a, method=f"{name}-bdf{order}")
+    traj.stats.update({"order": order, "step": step, "form": f"eq{equation}", "n_steps": n_steps,
+                       "scaling_power": DEFAULT_POWER[equation] if scaling_power is None else scaling_power,
+                       "engine": engine, "compiled": compiled, "time_solve_s": wall})
+    return traj
+
+
+def solve_inverse_variant(model: FlexibleModel, reference, variant: str, order: int = 6, step: float = 5e-3,
+                          qa_guess=None, engine: str = "compiled", scaling_power: float | None = None,
+                          prefer=None) -> Trajectory:
+    """Inverse dynamics by one of the seed's solver variants (seed 000 sec. 7.2.5), by name.
+
+    variant: HI (BDF on the original DAE), DD (automatic dummy derivatives, any model), DD43 /
+    DD44 / DD48 / DD49 (the seed's hand-made E1 systems), KM (Kunkel-Mehrmann underdetermined
+    system, eq. 38), DC (decoupled system, eq. 20-21); case-insensitive.
+    engine: "compiled" (C code via ffopt.dae.bdf; KM: CasADi mapaccum), "vm" (CasADi virtual
+    machine) or "python" (the same Python Gauss-Newton stepper for all, like-for-like timings).
+    prefer: which coordinates become algebraic for DD / DC ("actuated", "passive", names).
+    Method name of the trajectory: f"{VARIANT}-bdf{order}".
+    """
+    name = variant.upper()
+    if name not in VARIANTS:
+        raise ProblemError(f"solver.method: seed variant must be one of {', '.join(VARIANTS)}, got {variant!r}")
+    if engine not in ENGINES + ("vm",):
+        raise ProblemError(f"engine must be 'compiled', 'vm' or 'python', got {engine!r}")
+    if name == "HI" or name.startswith("DD") and name != "DD":
+        eq = 40 if name == "HI" else int(name[2:])
+        if name == "HI" and not _is_e1(model):
+            traj = _solve_generic(model, reference, "HI", order, step, qa_guess, engine, scaling_power, prefer)
+        else:
+            traj = solve_e1_variant(model, reference, eq, order, step, qa_guess, scaling_power, engine)
     else:
-        res = solve_bdf(G, xd0, 0.0, h, len(t) - 1, order)
-        xd, xdd = res.x, res.xdot
-    n = len(t)
-    xa = np.array(xa_fun.map(n)(t[None, :], xd.T)).T
-    xa_dot = np.array(xa_dot_fun.map(n)(t[None, :], xd.T, xdd.T)).T
-    x = np.column_stack([xd[:, 0], xa[:, 0], xd[:, 1], xa[:, 1]])
-    xdot = np.column_stack([xdd[:, 0], xa_dot[:, 0], xdd[:, 1], xa_dot[:, 1]])
-    return x, xdot
+        traj = _solve_generic(model, reference, name, order, step, qa_guess, engine, scaling_power, prefer)
+    traj.method = f"{name}-bdf{order}"
+    traj.stats.update({"variant": name, "engine": engine})
+    return traj
+
+
+def _is_e1(model) -> bool:
+    try:
+        check_e1(model)
+    except ProblemError:
+        return False
+    return True
+
+
+def _solve_generic(model, reference, name, order, step, qa_guess, engine, scaling_power, prefer) -> Trajectory:
+    """HI (I3 form), DD (automatic), KM and DC for any model."""
+    from ffopt.dae.inverse import trajectory_from_states
+
+    if name == "KM":
+        from ffopt.dae.km import solve_inverse_km
+
+        return solve_inverse_km(model, reference, order, step, qa_guess, engine=engine)
+    tic = time.perf_counter()
+    y0 = np.asarray(reference.evaluate(np.array([0.0]))).ravel()
+    q0 = static_equilibrium(model, y0, qa_guess)
+    n_steps = int(round(reference.t_end / step))
+    build = {"HI": _original_system, "DD": _dummy_derivative_system, "DC": _decoupled_system}[name]
+    F, x0, scale, states, extra = build(model, reference, q0, step, scaling_power, prefer)
+    t_setup = time.perf_counter() - tic
+    t, x, xdot, wall, compiled = _run(F, x0, step, n_steps, order, scale, engine)
+    q, v, a = states(t, x, xdot)
+    traj = trajectory_from_states(model, reference, t, np.hstack([q, v]), a, method=f"{name}-bdf{order}")
+    traj.stats.update({"order": order, "step": step, "form": name, "n_steps": n_steps,
+                       "n_unknowns": int(F.numel_in(1)), "compiled": compiled,
+                       "time_setup_s": t_setup, "time_solve_s": wall, **extra})
+    return traj
+
+
+def _original_system(model, reference, q0, step, scaling_power, prefer):
+    """HI: the I3 form (seed eq. 32 / 40) with (1/h)^p scaled constraint rows."""
+    from ffopt.dae.forms import DEFAULT_SCALING_POWER, build_inverse_dae
+
+    dae = build_inverse_dae(model, reference, "I3")
+    p = DEFAULT_SCALING_POWER["I3"] if scaling_power is None else scaling_power
+    nq = dae.nq
+
+    def states(t, x, xdot):
+        return x[:, :nq], x[:, nq:2 * nq], xdot[:, nq:2 * nq]
+
+    return dae.F, dae.initial_state(q0), dae.row_scale(step, p), states, {"scaling_power": p}
+
+
+def _dummy_derivative_system(model, reference, q0, step, scaling_power, prefer):
+    """DD: automatic dummy-derivative reduction (ffopt.dae.dummy_derivatives), index 1."""
+    from ffopt.dae.dummy_derivatives import reduce_index
+
+    dae = reduce_index(model, reference, q0, prefer or "actuated")
+    nq = dae.nq
+
+    def states(t, x, xdot):
+        return x[:, :nq], x[:, nq:2 * nq], np.array(dae.accel.map(len(t))(x.T, xdot.T)).T
+
+    extra = {"dummy_derivatives": dae.variable_names[2 * nq:], "algebraic": dae.algebraic,
+             "differential": dae.differential}
+    return dae.F, dae.initial_state(q0), dae.row_scale(step, scaling_power), states, extra
+
+
+def _decoupled_system(model, reference, q0, step, scaling_power, prefer):
+    """DC: the decoupled system (ffopt.dae.decoupled, seed eq. 20-21)."""
+    from ffopt.dae.decoupled import decoupled_dae, default_algebraic_set
+
+    S = default_algebraic_set(model, prefer)
+    F, dc_states, other = decoupled_dae(model, reference, S)
+    x0 = np.concatenate([q0[other], np.zeros(len(other)), q0[S]])
+
+    def states(t, x, xdot):
+        return tuple(np.array(m).T for m in dc_states.map(len(t))(t[None, :], x.T, xdot.T))
+
+    names = model.coordinate_names()
+    return F, x0, None, states, {"algebraic": [names[i] for i in S] + [f"d{names[i]}" for i in S]}

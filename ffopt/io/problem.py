@@ -23,7 +23,7 @@ from ffopt.nlp import settings as nlp_settings
 
 TIME_LAWS = ("poly11", "hermite9", "quintic")
 BDF_FORMS = ("I3", "I2", "I1")
-METHODS = ("bdf", "nlp", "hi", "dd43", "dd44", "dd48", "dd49", "km", "dc")  # the last seven: seed 000 E1 family
+METHODS = ("bdf", "nlp", "hi", "dd", "dd43", "dd44", "dd48", "dd49", "km", "dc")  # hi..dc: seed 000 family
 
 JOINT_SCHEMA = {
     "name": Field("str", required=True),

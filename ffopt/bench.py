@@ -1,105 +1,182 @@
 """`ffopt bench`: BDF forms against SUNDIALS IDAS on E1 and E12, measured side by side in one run.
 
-For every benchmark setting of seed 000 (sec. 7.4: E1 with k = 6, h = 5 ms and k = 3, h = 3 ms;
-E12 with k = 3, h = 3 ms and k = 6, h = 1 ms) and every form I3 / I2 / I1:
-- BDF solve time (median over repeats) in compiled C code and in CasADi's virtual machine, and
-  the one-off build time (symbolic set-up plus, on the first run on a machine, the C compiler);
-- IDAS on the index-1 semi-explicit form (ffopt.dae.idas), rtol 1e-8, same output grid;
-- the ratio IDAS / compiled BDF (same run, same machine state);
-- accuracy: max |u - u_ref| / max |u_ref| with u_ref from BDF-6 on the I1 form with h/8;
+For every benchmark setting of seed 000 (sec. 7.2 and 7.4: E1 with k = 6, h = 5 ms and k = 3,
+h = 3 ms; E12 with k = 3, h = 3 ms and k = 6, h = 1 ms) and every form I3 / I2 / I1:
+- setup: static equilibrium and the symbolic DAE (ms);
+- build: the BDF step function in CasADi's virtual machine (ms), and cold with C code generation
+  and compilation into an empty cache (s; skipped with ``quick``);
+- solve: the BDF stepping loop with its convergence check, compiled C and VM (median of repeats);
+- total: the whole ``solve_inverse_bdf`` call with a warm cache (setup, solve, torque recovery);
+- IDAS (variable order and step, rtol 1e-8) on the semi-explicit index-1 form (ffopt.dae.idas);
+- IDAS / BDF: ratio of the solve times, compiled BDF, same run;
+- accuracy: max |u - u_ref| / max |u_ref|, u_ref from BDF-6 on the I1 form at h = 1/16 ms;
 - the seed's published Matlab times beside them.
 """
 
 from __future__ import annotations
 
 import datetime
+import os
 import platform
 import statistics
+import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
+import casadi as ca
 import numpy as np
 
+from ffopt.dae import bdf
 from ffopt.dae.idas import solve_inverse_idas
 from ffopt.dae.inverse import solve_inverse_bdf
+from ffopt.errors import ProblemError
 from ffopt.io.problem import load_problem
 
-PROBLEMS = Path(__file__).resolve().parents[1] / "problems"
-# (label, problem file, [(order, step)]) -- the seed's settings
+PROBLEMS = Path(__file__).resolve().parents[1] / "problems"  # the repository's problem files
+# (label, problem file, [(order, step)]) -- the seed's settings, the main one first
 SETTINGS = [
     ("E1", "e1_simplified.toml", [(6, 5e-3), (3, 3e-3)]),
-    ("E12", "e12_line.toml", [(3, 3e-3), (6, 1e-3)]),
+    ("E12", "e12_line.toml", [(6, 1e-3), (3, 3e-3)]),
 ]
-# Seed 000, sec. 7.4, Matlab times in s. E1: HI (= I3) and DD (dummy derivatives, the
-# counterpart of I1); ode15i on DD took "0.3ms" as printed (probably 0.3 s). E12: I3/I2/I1.
+# Seed 000, Matlab times in s. E1 (sec. 7.2): HI (= I3) and DD (dummy derivatives, the
+# counterpart of I1); ode15i on DD: "0.3ms" as printed (probably 0.3 s). E12 (sec. 7.4,
+# nonlinear dynamics): I3 / I2 / I1; ode15i failed on E12.
 SEED_TIMES = {
-    ("E1", 6, 5e-3): {"I3": 3.8, "I1": 3.3},
-    ("E1", 3, 3e-3): {"I3": 6.0, "I1": 5.1},
+    ("E1", 6, 5e-3): {"I3": 3.8, "I1": 3.3, "IDAS": 0.3},
+    ("E1", 3, 3e-3): {"I3": 6.0, "I1": 5.1, "IDAS": 0.3},
     ("E12", 3, 3e-3): {"I3": 38.0, "I2": 34.0, "I1": 43.0},
     ("E12", 6, 1e-3): {"I3": 152.0, "I2": 134.0, "I1": 136.0},
 }
 IDAS_RTOL = 1e-8
+REFERENCE_STEP = 1e-3 / 16  # divides every benchmark step
 
 
-def _median_solve(fn, repeats):
-    """(last trajectory, median of its stats["time_solve_s"]) over ``repeats`` calls."""
-    runs = [fn() for _ in range(max(1, repeats))]
-    return runs[-1], statistics.median(r.stats["time_solve_s"] for r in runs)
+@contextmanager
+def _cold_cache():
+    """An empty in-memory and on-disk BDF cache for the duration (forces code generation)."""
+    saved_memory, saved_env = bdf._MEMORY_CACHE.copy(), os.environ.get("FFOPT_CACHE_DIR")
+    with tempfile.TemporaryDirectory(prefix="ffopt_bench_") as tmp:
+        bdf._MEMORY_CACHE.clear()
+        os.environ["FFOPT_CACHE_DIR"] = tmp
+        try:
+            yield
+        finally:
+            bdf._MEMORY_CACHE.clear()
+            bdf._MEMORY_CACHE.update(saved_memory)
+            if saved_env is None:
+                os.environ.pop("FFOPT_CACHE_DIR", None)
+            else:
+                os.environ["FFOPT_CACHE_DIR"] = saved_env
 
 
-def _rel_error(traj, u_ref, stride):
+def _timed(fn, repeats):
+    """(last result, median wall time of the call, median of result.stats["time_solve_s"])."""
+    runs, walls = [], []
+    for _ in range(max(1, repeats)):
+        tic = time.perf_counter()
+        runs.append(fn())
+        walls.append(time.perf_counter() - tic)
+    return runs[-1], statistics.median(walls), statistics.median(r.stats["time_solve_s"] for r in runs)
+
+
+def _rel_error(traj, u_ref, step):
+    stride = int(round(step / REFERENCE_STEP))
     return float(np.abs(traj.u - u_ref[::stride]).max() / np.abs(u_ref).max())
 
 
+def _bdf_row(p, order, h, form, repeats, quick, u_ref):
+    guess = p.reference_spec.joint_guess
+
+    def run(compile=True):
+        return solve_inverse_bdf(p.model, p.reference, order, h, form, qa_guess=guess, compile=compile)
+
+    build_c = None
+    if not quick:
+        with _cold_cache():
+            build_c = run().stats["time_build_s"]
+    bdf._MEMORY_CACHE.clear()
+    build_vm = run(compile=False).stats["time_build_s"]
+    run()  # load (or compile) outside the timed runs
+    tr, total, solve_c = _timed(run, repeats)
+    _, _, solve_vm = _timed(lambda: run(compile=False), max(1, repeats // 2))
+    return {"solver": f"BDF {form}", "setup_s": tr.stats["time_setup_s"], "build_vm_s": build_vm,
+            "build_c_s": build_c, "solve_s": solve_c, "solve_vm_s": solve_vm, "total_s": total,
+            "compiled": tr.stats["compiled"], "rel_error_u": _rel_error(tr, u_ref, h)}
+
+
+def _idas_row(p, h, repeats, u_ref):
+    tr, total, solve = _timed(lambda: solve_inverse_idas(p.model, p.reference, h, rtol=IDAS_RTOL,
+                                                         atol=IDAS_RTOL * 1e-2,
+                                                         qa_guess=p.reference_spec.joint_guess), repeats)
+    return {"solver": "IDAS (I1, index 1)", "setup_s": tr.stats["time_build_s"], "build_vm_s": None,
+            "build_c_s": None, "solve_s": solve, "solve_vm_s": None, "total_s": total, "compiled": False,
+            "rel_error_u": _rel_error(tr, u_ref, h), "idas_steps": tr.stats.get("n_steps_idas")}
+
+
+def _problem_file(name: str) -> Path:
+    for folder in (PROBLEMS, Path.cwd() / "problems"):
+        if (folder / name).is_file():
+            return folder / name
+    raise ProblemError(f"ffopt bench: problem file {name} not found in {PROBLEMS} or ./problems; "
+                       "run it from the repository root")
+
+
 def bench_rows(quick: bool = False, repeats: int = 5):
-    """One dict per (problem, order, step, solver) with times and errors."""
+    """One dict per (problem, order, step, solver) with times (s) and errors."""
     rows = []
     for label, file, settings in SETTINGS:
-        p = load_problem(PROBLEMS / file)
-        guess = p.reference_spec.joint_guess
-        for order, h in settings[-1:] if quick else settings:
-            u_ref = solve_inverse_bdf(p.model, p.reference, 6, h / 8, "I1", qa_guess=guess).u
-            for form in ("I1",) if quick else ("I3", "I2", "I1"):
-                tic = time.perf_counter()  # first call: build (and compile unless cached)
-                solve_inverse_bdf(p.model, p.reference, order, h, form, qa_guess=guess)
-                t_first = time.perf_counter() - tic
-                tr, t_c = _median_solve(
-                    lambda: solve_inverse_bdf(p.model, p.reference, order, h, form, qa_guess=guess), repeats)
-                _, t_vm = _median_solve(lambda: solve_inverse_bdf(p.model, p.reference, order, h, form,
-                                                                  qa_guess=guess, compile=False), repeats // 2)
-                rows.append({"problem": label, "order": order, "step_ms": h * 1e3, "solver": f"BDF {form}",
-                             "time_s": t_c, "time_vm_s": t_vm,
-                             "first_call_s": t_first, "compiled": tr.stats["compiled"],
-                             "rel_error_u": _rel_error(tr, u_ref, 8),
-                             "seed_s": SEED_TIMES[(label, order, h)].get(form)})
-            idas, t_idas = _median_solve(lambda: solve_inverse_idas(
-                p.model, p.reference, h, rtol=IDAS_RTOL, atol=IDAS_RTOL * 1e-2, qa_guess=guess), repeats)
-            rows.append({"problem": label, "order": order, "step_ms": h * 1e3, "solver": "IDAS (I1, index 1)",
-                         "time_s": t_idas, "time_vm_s": None, "first_call_s": None, "compiled": False,
-                         "rel_error_u": _rel_error(idas, u_ref, 8), "seed_s": None,
-                         "idas_steps": idas.stats.get("n_steps_idas")})
+        p = load_problem(_problem_file(file))
+        u_ref = solve_inverse_bdf(p.model, p.reference, 6, REFERENCE_STEP, "I1",
+                                  qa_guess=p.reference_spec.joint_guess).u
+        for order, h in settings[:1] if quick else settings:
+            block = [_bdf_row(p, order, h, form, repeats, quick, u_ref) for form in ("I3", "I2", "I1")]
+            block.append(_idas_row(p, h, repeats, u_ref))
+            seed = SEED_TIMES[(label, order, h)]
+            for r in block:
+                r.update({"problem": label, "order": order, "step_ms": h * 1e3,
+                          "seed_s": seed.get(r["solver"].split()[-1] if r["solver"].startswith("BDF") else "IDAS"),
+                          "idas_over_bdf": block[-1]["solve_s"] / r["solve_s"] if r is not block[-1] else None})
+            rows += block
     return rows
 
 
+def _cell(value, fmt, width):
+    return f"{'-' if value is None else format(value, fmt):>{width}s}"
+
+
+COLUMNS = [  # (header, key, scale, format, width)
+    ("problem", "problem", None, "s", 7), ("k", "order", None, "d", 2), ("h[ms]", "step_ms", None, "g", 5),
+    ("solver", "solver", None, "s", 18), ("setup[ms]", "setup_s", 1e3, ".1f", 9),
+    ("build VM[ms]", "build_vm_s", 1e3, ".0f", 12), ("build C[s]", "build_c_s", 1, ".2f", 10),
+    ("solve C[ms]", "solve_s", 1e3, ".2f", 11), ("solve VM[ms]", "solve_vm_s", 1e3, ".1f", 12),
+    ("total[ms]", "total_s", 1e3, ".1f", 9), ("IDAS/BDF", "idas_over_bdf", 1, ".2f", 8),
+    ("rel err u", "rel_error_u", 1, ".2e", 9), ("seed[s]", "seed_s", 1, ".1f", 7),
+]
+
+
 def format_table(rows) -> str:
-    head = (f"{'problem':8s} {'k':>2s} {'h [ms]':>6s} {'solver':20s} {'solve [ms]':>10s} {'VM [ms]':>8s} "
-            f"{'IDAS/BDF':>8s} {'rel err u':>9s} {'seed [s]':>8s}")
+    head = " ".join(f"{h:>{w}s}" if i > 3 else f"{h:<{w}s}" for i, (h, _, _, _, w) in enumerate(COLUMNS))
     lines = [head, "-" * len(head)]
     for r in rows:
-        idas = next(x for x in rows if x["problem"] == r["problem"] and x["order"] == r["order"]
-                    and x["step_ms"] == r["step_ms"] and x["solver"].startswith("IDAS"))
-        ratio = "" if r is idas else f"{idas['time_s'] / r['time_s']:8.2f}"
-        vm = "" if r["time_vm_s"] is None else f"{r['time_vm_s'] * 1e3:8.1f}"
-        seed = "" if r["seed_s"] is None else f"{r['seed_s']:8.1f}"
-        lines.append(f"{r['problem']:8s} {r['order']:2d} {r['step_ms']:6g} {r['solver']:20s} "
-                     f"{r['time_s'] * 1e3:10.2f} {vm:>8s} {ratio:>8s} {r['rel_error_u']:9.2e} {seed:>8s}")
+        cells = []
+        for i, (_, key, scale, fmt, width) in enumerate(COLUMNS):
+            v = r.get(key)
+            if v is not None and scale is not None:
+                v = v * scale
+            cells.append(f"{v:<{width}{fmt}}" if i <= 3 and fmt == "s" else _cell(v, fmt, width))
+        lines.append(" ".join(cells))
     return "\n".join(lines)
 
 
 def run_bench(quick: bool = False, repeats: int = 5) -> str:
+    """Run the benchmark and return the printed table (with machine, date and column notes)."""
     rows = bench_rows(quick, repeats)
-    stamp = f"{datetime.date.today()} {platform.machine()} Python {platform.python_version()}, median of {repeats}"
-    notes = ("solve = BDF stepping incl. convergence check (compiled C unless 'VM'); IDAS rtol "
-             f"{IDAS_RTOL:g} on the semi-explicit I1 form; rel err u = max|u - u_ref| / max|u_ref| with u_ref "
-             "from BDF-6 (I1) at h/8; seed = Matlab times of seed 000 sec. 7.4 (E1: HI as I3, DD as I1).")
+    stamp = (f"{datetime.date.today()}, {platform.machine()} {os.cpu_count()} cores, Python "
+             f"{platform.python_version()}, CasADi {ca.__version__}, median of {repeats}")
+    notes = ("setup = equilibrium + symbolic DAE; build VM / build C = step function for CasADi's VM / "
+             "generated and compiled C into an empty cache; solve = BDF stepping incl. convergence check "
+             f"(IDAS: the integrator call); total = whole call, warm cache; IDAS rtol {IDAS_RTOL:g} on the "
+             "semi-explicit I1 form; rel err u = max|u - u_ref| / max|u_ref|, u_ref = BDF-6 (I1) at h = "
+             "1/16 ms; seed = Matlab times of seed 000 (E1: HI as I3, DD as I1, ode15i 0.3 [m]s as IDAS).")
     return f"ffopt bench ({stamp})\n{format_table(rows)}\n{notes}"

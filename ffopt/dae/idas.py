@@ -71,6 +71,23 @@ def _algebraic_rates(t, xD, z, ode, alg, grid, xf, zf) -> np.ndarray:
     return -np.linalg.solve(gz, np.asarray(r).T[:, :, None])[:, :, 0]
 
 
+def _failure_interval(integrator, start, grid) -> tuple[float, float]:
+    """(last output time IDAS reaches, first it does not), by bisection over the output grid.
+
+    Runs that end earlier take slightly different internal steps, so this brackets a failure of
+    IDAS on this path and tolerance, not necessarily the exact step where the full run failed.
+    """
+    ok, bad = 0, len(grid) - 1
+    while bad - ok > 1:
+        mid = (ok + bad) // 2
+        try:
+            integrator(grid[1:mid + 1])(**start)
+            ok = mid
+        except RuntimeError:
+            bad = mid
+    return float(grid[ok]), float(grid[bad])
+
+
 def solve_inverse_idas(model: FlexibleModel, reference, step: float = 1e-3, rtol: float = 1e-10,
                        atol: float = 1e-12, qa_guess=None) -> Trajectory:
     """Solve the I1 inverse DAE with IDAS; output on the grid of ``step``; u from the motor rows."""
@@ -83,16 +100,23 @@ def solve_inverse_idas(model: FlexibleModel, reference, step: float = 1e-3, rtol
     grid = step * np.arange(n_steps + 1)
     opts = {"reltol": rtol, "abstol": atol, "max_num_steps": 100000, "calc_ic": False,
             "disable_internal_warnings": True, "suppress_algebraic": True}
-    integ = ca.integrator("inverse_idas", "idas", {"t": t, "x": xD, "z": z, "ode": ode, "alg": alg},
-                          0.0, list(grid[1:]), opts)
+
+    def integrator(times):
+        return ca.integrator("inverse_idas", "idas", {"t": t, "x": xD, "z": z, "ode": ode, "alg": alg},
+                             0.0, list(times), opts)
+
+    integ = integrator(grid[1:])
     x0 = dae.initial_state(q0)
+    start = {"x0": x0[diff], "z0": np.concatenate([np.zeros(diff.sum()), x0[~diff]])}
     t_build = time.perf_counter() - tic
     tic = time.perf_counter()
     try:
-        sol = integ(x0=x0[diff], z0=np.concatenate([np.zeros(diff.sum()), x0[~diff]]))
+        sol = integ(**start)
     except RuntimeError as err:
-        raise SolverError(f"IDAS failed on the I1 inverse DAE ({str(err).strip().splitlines()[-1]}); "
-                          "try looser tolerances or check the path with the BDF solver") from None
+        t_ok, t_fail = _failure_interval(integrator, start, grid)
+        raise SolverError(f"IDAS failed on the I1 inverse DAE: it reaches t = {t_ok:.6g} but not t = {t_fail:.6g} "
+                          f"({str(err).strip().splitlines()[-1]}); try looser tolerances (rtol = {rtol:g} "
+                          "now) or check the path there with the BDF solver") from None
     t_solve = time.perf_counter() - tic
     xf = np.array(sol["xf"]).T
     # IDAS interpolates z at the output times without error control on it (suppress_algebraic):

@@ -13,7 +13,7 @@ from ffopt.errors import PathError
 from ffopt.io.problem import load_problem, problem_from_dict
 from ffopt.models.chain import Body, Chain, Joint
 from ffopt.models.flexible import FlexibleModel
-from ffopt.sim.baselines import rigid_inverse_kinematics, rigid_motion
+from ffopt.sim.baselines import rigid_feedforward, rigid_inverse_kinematics
 from ffopt.sim.plant import MotorPD, pd_gains, simulate
 from ffopt.sim.verify import verify
 
@@ -40,6 +40,19 @@ def test_plant_integrates_piecewise_linear_torque_exactly():
     exact = c0 * t**2 / (2 * J) + c1 * t**3 / (6 * J)
     np.testing.assert_allclose(sim.q[:, 0], exact, atol=1e-9)
     np.testing.assert_allclose(sim.a[:, 0], (c0 + c1 * t) / J, atol=1e-12)
+
+
+def test_plant_applies_a_cubic_spline_of_the_torque_samples_exactly():
+    # J q'' = c3 t^3: the not-a-knot spline reproduces a cubic, so q = c3 t^5 / (20 J) exactly; linear
+    # interpolation of the same 11 samples misses (O(h^2)), which shows the test can tell them apart.
+    J, c3 = 2.0, 7.0
+    t = np.linspace(0.0, 1.0, 11)
+    u = (c3 * t**3)[:, None]
+    exact = c3 * t**5 / (20 * J)
+    cubic = simulate(one_joint_model(J), t, u, q0=[0.0], interpolation="cubic")
+    linear = simulate(one_joint_model(J), t, u, q0=[0.0], interpolation="linear")
+    np.testing.assert_allclose(cubic.q[:, 0], exact, atol=1e-9)
+    assert np.abs(linear.q[:, 0] - exact).max() > 1e-3
 
 
 def test_plant_matches_scipy_on_a_two_mass_spring_damper():
@@ -90,10 +103,27 @@ def test_verification_of_e1_flexible_feedforward_beats_baselines(e1_plan):
     assert c["feedforward_open_loop"].max_mm < 0.5
     assert c["rigid_feedforward_pd"].max_mm > 50 * c["feedforward_pd"].max_mm
     assert c["pd_only"].max_mm > 50 * c["feedforward_pd"].max_mm
+    # the plan starts in the rest state the verification starts from
+    assert report.initial_state_offset["q_max_abs"] < 1e-9 and report.initial_state_offset["v_max_abs"] < 1e-9
     d = report.to_dict()
-    assert set(d["tool_error"]) >= {"feedforward_open_loop", "feedforward_pd", "rigid_feedforward_pd",
-                                    "pd_only", "payload_x0.5", "payload_x2"}
-    assert "feedforward_pd" in report.table()
+    assert set(d["tool_error"]) == {"feedforward_open_loop", "feedforward_pd", "feedforward_open_loop_cubic_u",
+                                    "rigid_feedforward_pd", "pd_only"}
+    # E1 simplified has the seed's constant inertia matrix: no payload to scale, said so, not faked
+    assert set(d["skipped"]) == {"payload_x0.5", "payload_x2"}
+    assert "feedforward_pd" in report.table() and "skipped" in report.table()
+
+
+def test_payload_mismatch_changes_the_plant_and_costs_accuracy():
+    # E1 complete (rigid bodies, gravity): a payload x0.5 / x2 plant under the nominal plan + PD
+    # must track much worse than the nominal plant (a silently unchanged plant would tie them).
+    p = load_problem(ROOT / "problems" / "e1_complete.toml")
+    traj = solve_inverse_bdf(p.model, p.reference, 6, 5e-3, "I1", qa_guess=p.reference_spec.joint_guess)
+    c = verify(p.model, p.reference, traj, p.verification, p.reference_spec.joint_guess).cases
+    assert c["feedforward_pd"].max_mm < 0.5
+    assert c["payload_x0.5"].max_mm > 20 * c["feedforward_pd"].max_mm
+    assert c["payload_x2"].max_mm > 20 * c["feedforward_pd"].max_mm
+    # the spline through the torque samples removes the O(h^2) interpolation error of linear u
+    assert c["feedforward_open_loop_cubic_u"].max_mm < 0.3 * c["feedforward_open_loop"].max_mm
 
 
 def test_rigid_feedforward_is_exact_on_a_nearly_rigid_robot():
@@ -104,13 +134,13 @@ def test_rigid_feedforward_is_exact_on_a_nearly_rigid_robot():
                  damping=p.chain.joints[1].damping * 1e2)
     model = p.model.variant(replace(p.chain, joints=(p.chain.joints[0], j2)))
     t = np.linspace(0.0, p.reference.t_end, 301)
-    rig = rigid_motion(model, p.reference, t, p.reference_spec.joint_guess)
+    rig = rigid_feedforward(model, p.reference, t, p.reference_spec.joint_guess)
     q0 = np.concatenate([rig.qa[0]])
     sim = simulate(model, t, rig.u, q0=q0)
     err = 1000 * np.abs(sim.y - p.reference.evaluate(t)).max()
     assert err < 0.5
     # ... while on the real (flexible) E1 complete it misses by much more.
-    rig_f = rigid_motion(p.model, p.reference, t, p.reference_spec.joint_guess)
+    rig_f = rigid_feedforward(p.model, p.reference, t, p.reference_spec.joint_guess)
     sim_f = simulate(p.model, t, rig_f.u, q0=rig_f.qa[0])
     assert 1000 * np.abs(sim_f.y - p.reference.evaluate(t)).max() > 20 * err
 

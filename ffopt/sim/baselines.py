@@ -19,9 +19,11 @@ from ffopt.errors import PathError, ProblemError
 from ffopt.models.chain import Chain
 from ffopt.models.flexible import FlexibleModel
 
-# The path counts as singular where the output Jacobian w.r.t. the actuated joints has
-# sigma_min / sigma_max below this (a 1 mm tool step would need > 1 rad of joint motion at 1 m).
-SINGULARITY_RCOND = 1e-3
+# The path counts as singular where the smallest singular value of the output Jacobian w.r.t. the
+# actuated joints (m/rad) falls below SINGULARITY_TOL x reach (the arm's reach, m): near there a
+# 1 mm tool step needs more than 1 / (1000 SINGULARITY_TOL reach) rad, e.g. 0.45 rad on E12 (2.2 m).
+# An absolute measure: a relative one (sigma_min / sigma_max) never fires with one output (E1).
+SINGULARITY_TOL = 1e-3
 # Largest joint-angle change between two samples of the path check before we call it a jump
 # to another IK branch (the path passes a singularity between the samples).
 MAX_JOINT_STEP = 0.5  # rad
@@ -56,6 +58,7 @@ class _RigidKinematics:
                 f"model.outputs: the rigid path check needs as many tool outputs as actuated joints "
                 f"({L.n_u}), got {len(model.outputs)} ({', '.join(model.outputs)})")
         self.n_link, self.act = L.n_link, list(L.actuated)
+        self.singular_below = SINGULARITY_TOL * reach(model.chain)
         s, ds, y = ca.SX.sym("s", L.n_u), ca.SX.sym("ds", L.n_u), ca.SX.sym("y", L.n_u)
         qa = self.full(s)
         out = model.output(qa)
@@ -72,11 +75,20 @@ class _RigidKinematics:
         return qa
 
 
+def reach(chain: Chain) -> float:
+    """Upper bound of the tool's distance from the first joint: the sum of the link lengths (m)."""
+    lengths = [np.linalg.norm(j.origin) for j in chain.joints[1:]] + [np.linalg.norm(chain.tool_origin)]
+    return float(sum(lengths))
+
+
 def rigid_inverse_kinematics(model: FlexibleModel, reference, t, guess=None) -> np.ndarray:
     """Link angles qa (n, n_link) of the rigid robot on the path at the times t (the path check).
 
-    Raises PathError naming the time where the path leaves the workspace, comes within
-    SINGULARITY_RCOND of a singularity, or jumps to another IK branch.
+    Passive joints are held at their rest angle 0 and gears are stiff, so the actuated angles
+    solve Gamma(qa) = theta(t) (Newton, continued along t from ``guess``, full link vector).
+    Raises PathError naming the time where the path leaves the workspace, where the smallest
+    singular value of the Jacobian w.r.t. the actuated joints drops below SINGULARITY_TOL x reach,
+    or where the solution jumps to another IK branch.
     """
     kin = _RigidKinematics(model)
     t = np.asarray(t, float).ravel()
@@ -99,17 +111,23 @@ def _check_ik_point(kin, s_prev, s, y, t, first):
                         "has no solution there; shorten the path or move it towards the robot"
                         + ("; or give reference.joint_guess near the start configuration" if first else ""))
     sv = np.linalg.svd(np.array(kin.jac(s)), compute_uv=False)
-    if sv[-1] < SINGULARITY_RCOND * sv[0]:
-        raise PathError(f"reference: the path passes through a singularity at {at}: the tool Jacobian "
-                        f"w.r.t. the actuated joints has condition number {sv[0] / max(sv[-1], 1e-300):.3g}; "
-                        "move the path away from stretched or folded arm configurations")
+    if sv[-1] < kin.singular_below:
+        raise PathError(f"reference: the path passes through a singularity at {at}: the smallest singular "
+                        f"value of the tool Jacobian w.r.t. the actuated joints is {sv[-1]:.3g} m/rad "
+                        f"(< {kin.singular_below:.3g}); move the path away from stretched or folded arm "
+                        "configurations")
     if not first and np.abs(s - s_prev).max() > MAX_JOINT_STEP:
         raise PathError(f"reference: the inverse kinematics jumps to another branch at {at} (a joint moves "
                         f"{np.abs(s - s_prev).max():.2f} rad between samples): the path crosses a singularity")
 
 
-def rigid_motion(model: FlexibleModel, reference, t, guess=None) -> RigidMotion:
-    """Rigid inverse kinematics plus its derivatives and the rigid-model feedforward torque."""
+def rigid_feedforward(model: FlexibleModel, reference, t, guess=None) -> RigidMotion:
+    """The industrial baseline: feedforward from the RIGID model (stiff gears, passive joints locked).
+
+    Rigid inverse kinematics with its derivatives, the torque of the stiff-gear model along it
+    (``rigid_chain``; passive joints at 0, so their spring torque and motion are ignored) and the
+    motor references qm = actuated link angles.
+    """
     kin = _RigidKinematics(model)
     t = np.asarray(t, float).ravel()
     qa = rigid_inverse_kinematics(model, reference, t, guess)
@@ -124,3 +142,12 @@ def rigid_motion(model: FlexibleModel, reference, t, guess=None) -> RigidMotion:
     rigid = model.variant(rigid_chain(model.chain))
     u = np.array(rigid.input_torque.map(n)(qa.T, dqa.T, ddqa.T)).T
     return RigidMotion(t=t, qa=qa, dqa=dqa, ddqa=ddqa, u=u, qm=qa[:, act], dqm=dqa[:, act])
+
+
+def pd_only(model: FlexibleModel, reference, t, guess=None, rigid: RigidMotion | None = None) -> RigidMotion:
+    """No feedforward at all (u = 0): only the PD loop on the rigid motor reference moves the robot.
+
+    ``rigid``: an already computed ``rigid_feedforward`` on the same grid (saves the IK).
+    """
+    motion = rigid if rigid is not None else rigid_feedforward(model, reference, t, guess)
+    return replace(motion, u=np.zeros_like(motion.u))

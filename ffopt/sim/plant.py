@@ -6,16 +6,19 @@ tolerances) through ``casadi.integrator`` in ONE call for the whole output grid.
 
 Inputs between grid points
 --------------------------
-The feed-forward torque u_ff (n, N) given on the grid t (n,) is interpolated LINEARLY. This is
-done exactly, not by an approximation inside the integrator: on interval k, [t_k, t_k+1], the
-integrator receives the affine coefficients as piecewise-constant controls (CasADi's control
-input ``u`` holds one column per output interval) and evaluates
+The feed-forward torque u_ff (n, N) given on the grid t (n,) is interpolated piecewise
+polynomially, ``interpolation="linear"`` (default: what a controller that interpolates the torque
+table linearly applies) or ``"cubic"`` (SciPy's not-a-knot cubic spline through the same samples:
+the best reconstruction of a smooth plan, error O(h^4) instead of O(h^2)). This is done exactly,
+not by an approximation inside the integrator: on interval k, [t_k, t_k+1], the integrator
+receives the local polynomial coefficients as piecewise-constant controls (CasADi's control input
+``u`` holds one column per output interval) and evaluates
 
-    u_ff(t) = u_k + s_k (t - t_k),   s_k = (u_k+1 - u_k) / (t_k+1 - t_k)
+    u_ff(t) = c0_k + c1_k tau + c2_k tau^2 + c3_k tau^3,   tau = t - t_k
 
-(the local form of c0 + c1 t, better conditioned for t >> t_k+1 - t_k). The same holds for the
-PD references qm_ref, dqm_ref. CVODES restarts at every grid point, so the kinks of the
-piecewise-linear input are handled without loss of accuracy.
+(the local form, better conditioned for t >> t_k+1 - t_k). The same holds for the PD references
+qm_ref, dqm_ref. CVODES restarts at every grid point, so the kinks of the piecewise input are
+handled without loss of accuracy.
 
 Optional motor-side PD loop (two-degree-of-freedom structure, seed 002)
 -----------------------------------------------------------------------
@@ -33,6 +36,7 @@ from dataclasses import dataclass, field
 
 import casadi as ca
 import numpy as np
+from scipy.interpolate import CubicSpline
 
 from ffopt.errors import VerificationError
 from ffopt.models.flexible import FlexibleModel
@@ -101,23 +105,33 @@ def pd_gains(model: FlexibleModel, q0: np.ndarray, bandwidth_hz: float, damping_
 
 
 # --------------------------------------------------------------------------- integrator
-def _closed_loop_ode(model: FlexibleModel):
-    """Symbols and right-hand side of the driven plant with affine inputs on one interval.
+INTERPOLATIONS = ("linear", "cubic")
+_N_COEF = 4  # local cubic per interval (linear pieces have c2 = c3 = 0)
 
-    Control vector c = [u_k, s_u, qr_k, s_qr, dqr_k, s_dqr, t_k] (6N + 1), parameters
-    p = [kp, kd] (2N).
+
+def _closed_loop_ode(model: FlexibleModel):
+    """Symbols and right-hand side of the driven plant with polynomial inputs on one interval.
+
+    Control vector c = [coefficients of u_ff, qm_ref, dqm_ref (4N each, power-major); t_k]
+    (12N + 1), parameters p = [kp, kd] (2N).
     """
     L = model.layout
     N, nq = L.n_u, L.nq
     x = ca.SX.sym("x", 2 * nq)
-    c = ca.SX.sym("c", 6 * N + 1)
+    c = ca.SX.sym("c", 3 * _N_COEF * N + 1)
     p = ca.SX.sym("p", 2 * N)
     t = ca.SX.sym("t")
     q, v = x[:nq], x[nq:]
-    tau = t - c[6 * N]
-    uff = c[0:N] + c[N:2 * N] * tau
-    qr = c[2 * N:3 * N] + c[3 * N:4 * N] * tau
-    dqr = c[4 * N:5 * N] + c[5 * N:6 * N] * tau
+    tau = t - c[-1]
+
+    def signal(i):  # Horner on the coefficients of table i
+        block = c[i * _N_COEF * N:(i + 1) * _N_COEF * N]
+        val = block[(_N_COEF - 1) * N:]
+        for power in range(_N_COEF - 2, -1, -1):
+            val = block[power * N:(power + 1) * N] + tau * val
+        return val
+
+    uff, qr, dqr = signal(0), signal(1), signal(2)
     motor = L.motor_of_input
     qm, vm = q[motor], v[motor]
     u = uff + p[:N] * (qr - qm) + p[N:] * (dqr - vm)
@@ -125,13 +139,22 @@ def _closed_loop_ode(model: FlexibleModel):
     return x, c, p, t, ca.vertcat(v, a)
 
 
-def _affine_controls(t: np.ndarray, *tables: np.ndarray) -> np.ndarray:
-    """Columns [value_k, slope_k] per table and t_k for each interval k: (6N+1, n-1)."""
-    h = np.diff(t)
-    cols = []
-    for tab in tables:
-        cols.append(tab[:-1].T)
-        cols.append((np.diff(tab, axis=0) / h[:, None]).T)
+def _piece_coefficients(t: np.ndarray, table: np.ndarray, interpolation: str) -> np.ndarray:
+    """Local polynomial coefficients (4, n-1, N) of the interpolant of table (n, N) on t."""
+    n, N = table.shape
+    coef = np.zeros((_N_COEF, n - 1, N))
+    if interpolation == "linear" or n < 4:  # a not-a-knot spline needs 4 points
+        coef[0] = table[:-1]
+        coef[1] = np.diff(table, axis=0) / np.diff(t)[:, None]
+    else:
+        coef[::-1] = CubicSpline(t, table, axis=0, bc_type="not-a-knot").c  # SciPy: highest power first
+    return coef
+
+
+def _interval_controls(t: np.ndarray, interpolation: str, *tables: np.ndarray) -> np.ndarray:
+    """Columns of the integrator's control input, one per interval: (12N + 1, n-1)."""
+    cols = [_piece_coefficients(t, tab, interpolation).transpose(0, 2, 1).reshape(-1, len(t) - 1)
+            for tab in tables]
     cols.append(t[None, :-1])
     return np.vstack(cols)
 
@@ -167,17 +190,20 @@ def _simulate_stepwise(model, t, x0, C, P, rtol, atol):
 
 
 def simulate(model: FlexibleModel, t, u, q0, v0=None, pd: MotorPD | None = None,
-             rtol: float = 1e-9, atol: float = 1e-11) -> SimResult:
-    """Simulate the plant on the grid t (n,) driven by u (n, N), linear between grid points.
+             rtol: float = 1e-9, atol: float = 1e-11, interpolation: str = "linear") -> SimResult:
+    """Simulate the plant on the grid t (n,) driven by u (n, N) given on that grid.
 
     q0, v0: initial coordinates and velocities (nq,), v0 = 0 by default (at rest). pd: optional
-    motor-side PD loop (``MotorPD``). Tolerances are those of CVODES (relative, absolute on
-    x = [q; v] in rad and rad/s). Raises VerificationError if the integration fails.
+    motor-side PD loop (``MotorPD``). interpolation: how u and the PD references are applied
+    between grid points, "linear" or "cubic" (spline). Tolerances are those of CVODES (relative,
+    absolute on x = [q; v] in rad and rad/s). Raises VerificationError if the integration fails.
     """
     L = model.layout
     nq, N = L.nq, L.n_u
     t = np.asarray(t, float).ravel()
     u = np.asarray(u, float).reshape(len(t), N)
+    if interpolation not in INTERPOLATIONS:
+        raise VerificationError(f"simulate: interpolation must be one of {INTERPOLATIONS}, got {interpolation!r}")
     if len(t) < 2 or np.any(np.diff(t) <= 0):
         raise VerificationError("simulate: t must be a strictly increasing grid with at least 2 points")
     q0 = np.asarray(q0, float).ravel()
@@ -191,7 +217,7 @@ def simulate(model: FlexibleModel, t, u, q0, v0=None, pd: MotorPD | None = None,
         kp, kd = np.asarray(pd.kp, float).ravel(), np.asarray(pd.kd, float).ravel()
         qr = np.asarray(pd.qm_ref, float).reshape(len(t), N)
         dqr = np.asarray(pd.dqm_ref, float).reshape(len(t), N)
-    C = _affine_controls(t, u, qr, dqr)
+    C = _interval_controls(t, interpolation, u, qr, dqr)
     P = np.concatenate([kp, kd])
     x0 = np.concatenate([q0, v0])
 
@@ -227,7 +253,7 @@ def simulate(model: FlexibleModel, t, u, q0, v0=None, pd: MotorPD | None = None,
     qa = q[:, : L.n_link].T
     y = np.array(model.output.map(n)(qa)).T
     tool = np.array(model.tool_position.map(n)(qa)).T
-    stats = {"integrator": method, "rtol": rtol, "atol": atol, "n_points": n,
+    stats = {"integrator": method, "rtol": rtol, "atol": atol, "n_points": n, "interpolation": interpolation,
              "time_build_s": t_build, "time_solve_s": t_solve}
     if error is not None:
         stats["first_attempt_error"] = error

@@ -1,17 +1,26 @@
 """Verification of a plan by forward simulation of the flexible plant (DESIGN.md, protocol).
 
 Cases (all on the plan's time grid, CVODES with tight tolerances, tool error = Euclidean norm
-of Gamma(qa) - theta(t) in mm):
+of Gamma(qa) - theta(t) in mm over the whole run; torques and references linear between grid
+points unless said otherwise):
 
 - ``feedforward_open_loop``: the plant driven by u(t) alone, from rest in static equilibrium.
 - ``feedforward_pd``: u(t) plus a motor-side PD loop tracking the planned qm(t), dqm(t)
   (the two-degree-of-freedom structure of seed 002). The headline number.
+- ``feedforward_open_loop_cubic_u``: as open loop, but u(t) a cubic spline through the samples.
+  Linear interpolation of the torque table costs O(h^2) (the dominant error at E1's 5 ms and
+  E12's 1 ms); the spline leaves the inversion's own error.
 - ``rigid_feedforward_pd``: the rigid-model feedforward (stiff gears, passive joints locked)
   with the PD loop tracking the rigid motor reference: the industrial baseline.
-- ``pd_only``: the PD loop on the rigid motor reference with only the constant holding torque
-  of the start configuration as feedforward (so the robot starts at rest).
+- ``pd_only``: no feedforward (u = 0), the PD loop on the rigid motor reference; it starts where
+  the loop holds the plant at rest (under gravity that is a sagged pose).
 - ``payload_x<s>``: feedforward + PD on a plant whose last body has s times the mass and
   inertia (model mismatch); it starts where the PD loop holds it at rest before the motion.
+  Skipped (with the reason in ``skipped``) for a constant inertia matrix (E1 simplified): there is
+  no body to scale.
+
+The nominal cases start at rest in the static equilibrium at the start of the path (where a real
+robot is); ``initial_state_offset`` reports how far the plan's own first state is from it.
 """
 
 from __future__ import annotations
@@ -25,7 +34,7 @@ from ffopt.dae.equilibrium import static_equilibrium
 from ffopt.errors import VerificationError
 from ffopt.io.problem import VerificationSettings
 from ffopt.models.flexible import FlexibleModel
-from ffopt.sim.baselines import rigid_motion
+from ffopt.sim.baselines import pd_only, rigid_feedforward
 from ffopt.sim.plant import MotorPD, SimResult, pd_gains, simulate
 
 
@@ -34,12 +43,13 @@ class CaseError:
     name: str
     max_mm: float
     rms_mm: float
+    start_mm: float  # at the first grid point (baselines that start sagged under gravity show it here)
     final_mm: float  # at the last grid point (after the rest segment: residual vibration/offset)
     peak_torque_Nm: list[float]
     description: str
 
     def to_dict(self) -> dict:
-        return {"max_mm": self.max_mm, "rms_mm": self.rms_mm, "final_mm": self.final_mm,
+        return {"max_mm": self.max_mm, "rms_mm": self.rms_mm, "start_mm": self.start_mm, "final_mm": self.final_mm,
                 "peak_torque_Nm": self.peak_torque_Nm, "description": self.description}
 
 
@@ -49,15 +59,19 @@ class VerificationReport:
     simulations: dict[str, SimResult] = field(repr=False)
     pd_gains: dict
     rtol: float
+    initial_state_offset: dict = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        return {"tool_error": {n: c.to_dict() for n, c in self.cases.items()},
-                "pd_gains": self.pd_gains, "integrator": "cvodes", "rtol": self.rtol}
+        return {"tool_error": {n: c.to_dict() for n, c in self.cases.items()}, "skipped": self.skipped,
+                "pd_gains": self.pd_gains, "integrator": "cvodes", "rtol": self.rtol,
+                "initial_state_offset": self.initial_state_offset}
 
     def table(self) -> str:
-        lines = [f"{'case':24s} {'max [mm]':>12s} {'rms [mm]':>12s} {'final [mm]':>12s}"]
+        lines = [f"{'case':30s} {'max [mm]':>11s} {'rms [mm]':>11s} {'start [mm]':>11s} {'final [mm]':>11s}"]
         for c in self.cases.values():
-            lines.append(f"{c.name:24s} {c.max_mm:12.4g} {c.rms_mm:12.4g} {c.final_mm:12.4g}")
+            lines.append(f"{c.name:30s} {c.max_mm:11.4g} {c.rms_mm:11.4g} {c.start_mm:11.4g} {c.final_mm:11.4g}")
+        lines += [f"{name:30s} skipped: {why}" for name, why in self.skipped.items()]
         return "\n".join(lines)
 
 
@@ -67,45 +81,59 @@ def verify(model: FlexibleModel, reference, traj, settings: VerificationSettings
     settings = settings or VerificationSettings()
     t = np.asarray(traj.t, float)
     y_ref = np.asarray(reference.evaluate(t))
-    # The robot really starts at rest in static equilibrium at the start of the path; a plan that
-    # starts elsewhere (e.g. a non-causal NLP whose rest is only a soft penalty) pays for it here.
     n_link = model.layout.n_link
+    # Start at rest in the static equilibrium of the path's start, where the robot really is; a plan
+    # whose first state differs (a non-causal NLP whose rest is a soft penalty) pays for it here.
     q0 = static_equilibrium(model, y_ref[0], traj.q[0, :n_link], where=f"t = {t[0]:.4g} s")
-    v0 = np.zeros_like(q0)
+    offset = {"q_max_abs": float(np.abs(traj.q[0] - q0).max()), "v_max_abs": float(np.abs(traj.v[0]).max())}
     kp, kd = pd_gains(model, q0, settings.pd_bandwidth_hz, settings.pd_damping_ratio)
     pd = MotorPD(kp, kd, traj.qm, traj.dqm)
-    rigid = rigid_motion(model, reference, t, guess if guess is not None else traj.q[0, :n_link])
-    hold = np.tile(traj.u[0], (len(t), 1))
-    atol = settings.rtol * 1e-2
+    guess = guess if guess is not None else traj.q[0, :n_link]
+    rigid = rigid_feedforward(model, reference, t, guess)
+    none = pd_only(model, reference, t, guess, rigid=rigid)
 
-    runs = {
-        "feedforward_open_loop": (model, traj.u, None, q0, v0, "plan torques, no feedback"),
-        "feedforward_pd": (model, traj.u, pd, q0, v0, "plan torques + motor PD on planned qm"),
-        "rigid_feedforward_pd": (model, rigid.u, MotorPD(kp, kd, rigid.qm, rigid.dqm), None, None,
+    runs = {  # name: (plant, u, PD loop, start (None: where the loop holds it), interpolation, text)
+        "feedforward_open_loop": (model, traj.u, None, q0, "linear", "plan torques, no feedback"),
+        "feedforward_pd": (model, traj.u, pd, q0, "linear", "plan torques + motor PD on planned qm"),
+        "feedforward_open_loop_cubic_u": (model, traj.u, None, q0, "cubic",
+                                          "plan torques as a cubic spline, no feedback"),
+        "rigid_feedforward_pd": (model, rigid.u, MotorPD(kp, kd, rigid.qm, rigid.dqm), None, "linear",
                                  "rigid-model torques + motor PD on rigid qm"),
-        "pd_only": (model, hold, MotorPD(kp, kd, rigid.qm, rigid.dqm), None, None,
-                    "holding torque + motor PD on rigid qm"),
+        "pd_only": (model, none.u, MotorPD(kp, kd, none.qm, none.dqm), None, "linear",
+                    "no feedforward, motor PD on rigid qm"),
     }
+    skipped = {}
     for s in settings.payload_scales:
+        name = f"payload_x{s:g}"
+        if model.chain.constant_inertia is not None:
+            skipped[name] = "constant inertia matrix (no payload body to scale)"
+            continue
         plant = model.variant(model.chain.with_payload_scale(s))
-        runs[f"payload_x{s:g}"] = (plant, traj.u, pd, None, None,
-                                   f"plan torques + motor PD, last body mass and inertia x{s:g}")
+        runs[name] = (plant, traj.u, pd, None, "linear", f"plan torques + motor PD, last body mass and inertia x{s:g}")
 
     cases, sims = {}, {}
-    for name, (plant, u, loop, qs, vs, text) in runs.items():
+    for name, (plant, u, loop, qs, interpolation, text) in runs.items():
         if qs is None:  # start at rest where the loop holds the plant before the motion
-            qs, vs = _rest_state(plant, u[0], loop, q0), np.zeros_like(q0)
-        try:
-            sim = simulate(plant, t, u, qs, vs, pd=loop, rtol=settings.rtol, atol=atol)
-        except VerificationError as err:
-            raise VerificationError(f"verification case {name!r}: {err}") from None
-        err = 1000.0 * np.linalg.norm(sim.y - y_ref, axis=1)
-        cases[name] = CaseError(name, float(err.max()), float(np.sqrt(np.mean(err**2))), float(err[-1]),
-                                np.abs(sim.u_applied).max(axis=0).tolist(), text)
-        sims[name] = sim
-    return VerificationReport(cases, sims, {"kp": kp.tolist(), "kd": kd.tolist(),
-                                            "bandwidth_hz": settings.pd_bandwidth_hz,
-                                            "damping_ratio": settings.pd_damping_ratio}, settings.rtol)
+            qs = _rest_state(plant, u[0], loop, q0)
+        sims[name] = _run_case(name, plant, t, u, qs, loop, interpolation, settings.rtol)
+        cases[name] = _case_error(name, sims[name], y_ref, text)
+    gains = {"kp": kp.tolist(), "kd": kd.tolist(), "bandwidth_hz": settings.pd_bandwidth_hz,
+             "damping_ratio": settings.pd_damping_ratio}
+    return VerificationReport(cases, sims, gains, settings.rtol, offset, skipped)
+
+
+def _run_case(name, plant, t, u, q_start, loop, interpolation, rtol) -> SimResult:
+    try:
+        return simulate(plant, t, u, q_start, None, pd=loop, rtol=rtol, atol=rtol * 1e-2,
+                        interpolation=interpolation)
+    except VerificationError as err:
+        raise VerificationError(f"verification case {name!r}: {err}") from None
+
+
+def _case_error(name, sim: SimResult, y_ref, text) -> CaseError:
+    e = 1000.0 * np.linalg.norm(sim.y - y_ref, axis=1)  # tool error in mm
+    return CaseError(name, float(e.max()), float(np.sqrt(np.mean(e**2))), float(e[0]), float(e[-1]),
+                     np.abs(sim.u_applied).max(axis=0).tolist(), text)
 
 
 def _rest_state(plant: FlexibleModel, u0, pd: MotorPD | None, q_guess) -> np.ndarray:

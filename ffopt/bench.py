@@ -8,9 +8,12 @@ h = 3 ms; E12 with k = 3, h = 3 ms and k = 6, h = 1 ms) and every form I3 / I2 /
 - solve: the BDF stepping loop with its convergence check, compiled C and VM (median of repeats);
 - total: the whole ``solve_inverse_bdf`` call with a warm cache (setup, solve, torque recovery);
 - IDAS (variable order and step, rtol 1e-8) on the semi-explicit index-1 form (ffopt.dae.idas);
-- IDAS / BDF: ratio of the solve times, compiled BDF, same run;
+- IDAS / BDF: ratio of the solve times, compiled BDF and BDF in the VM, same run (IDAS itself is
+  compiled C; its residual and Jacobian run in CasADi's VM: JIT-compiling them did not make it
+  faster on E12, 16 vs 12 ms);
 - accuracy: max |u - u_ref| / max |u_ref|, u_ref from BDF-6 on the I1 form at h = 1/16 ms;
-- the seed's published Matlab times beside them.
+- the seed's published Matlab times beside them;
+- (not with ``quick``) a work-precision table: BDF-6 on I1 over steps and IDAS over tolerances.
 """
 
 from __future__ import annotations
@@ -136,9 +139,37 @@ def bench_rows(quick: bool = False, repeats: int = 5):
             for r in block:
                 r.update({"problem": label, "order": order, "step_ms": h * 1e3,
                           "seed_s": seed.get(r["solver"].split()[-1] if r["solver"].startswith("BDF") else "IDAS"),
-                          "idas_over_bdf": block[-1]["solve_s"] / r["solve_s"] if r is not block[-1] else None})
+                          "idas_over_bdf": block[-1]["solve_s"] / r["solve_s"] if r is not block[-1] else None,
+                          "idas_over_bdf_vm": block[-1]["solve_s"] / r["solve_vm_s"] if r is not block[-1] else None})
             rows += block
     return rows
+
+
+WP_STEPS = (2e-3, 1e-3, 5e-4, 2.5e-4)  # BDF-6 on I1 (compiled)
+WP_RTOLS = (1e-6, 1e-7, 1e-8, 1e-9, 1e-10)  # IDAS on the index-1 form, output every 1 ms
+
+
+def work_precision(repeats: int = 5) -> str:
+    """Solve time against accuracy of u: BDF-6 (I1) over steps, IDAS over tolerances, same run.
+
+    Compares the solvers at equal accuracy instead of at the seed's settings.
+    """
+    lines = [f"{'problem':<7s} {'solver':<9s} {'setting':>13s} {'solve[ms]':>9s} {'rel err u':>9s}"]
+    for label, file, _ in SETTINGS:
+        p = load_problem(_problem_file(file))
+        g = p.reference_spec.joint_guess
+        u_ref = solve_inverse_bdf(p.model, p.reference, 6, REFERENCE_STEP, "I1", qa_guess=g).u
+        for h in WP_STEPS:
+            solve_inverse_bdf(p.model, p.reference, 6, h, "I1", qa_guess=g)  # load outside the timing
+            tr, _, solve = _timed(lambda: solve_inverse_bdf(p.model, p.reference, 6, h, "I1", qa_guess=g), repeats)
+            lines.append(f"{label:<7s} {'BDF-6 I1':<9s} {f'h = {h * 1e3:g} ms':>13s} {solve * 1e3:9.2f} "
+                         f"{_rel_error(tr, u_ref, h):9.2e}")
+        for rtol in WP_RTOLS:
+            tr, _, solve = _timed(lambda: solve_inverse_idas(p.model, p.reference, 1e-3, rtol=rtol, atol=rtol * 1e-2,
+                                                             qa_guess=g), repeats)
+            lines.append(f"{label:<7s} {'IDAS':<9s} {f'rtol = {rtol:g}':>13s} {solve * 1e3:9.2f} "
+                         f"{_rel_error(tr, u_ref, 1e-3):9.2e}")
+    return "\n".join(lines)
 
 
 def _cell(value, fmt, width):
@@ -151,6 +182,7 @@ COLUMNS = [  # (header, key, scale, format, width)
     ("build VM[ms]", "build_vm_s", 1e3, ".0f", 12), ("build C[s]", "build_c_s", 1, ".2f", 10),
     ("solve C[ms]", "solve_s", 1e3, ".2f", 11), ("solve VM[ms]", "solve_vm_s", 1e3, ".1f", 12),
     ("total[ms]", "total_s", 1e3, ".1f", 9), ("IDAS/BDF", "idas_over_bdf", 1, ".2f", 8),
+    ("IDAS/BDF VM", "idas_over_bdf_vm", 1, ".2f", 11),
     ("rel err u", "rel_error_u", 1, ".2e", 9), ("seed[s]", "seed_s", 1, ".1f", 7),
 ]
 
@@ -176,7 +208,11 @@ def run_bench(quick: bool = False, repeats: int = 5) -> str:
              f"{platform.python_version()}, CasADi {ca.__version__}, median of {repeats}")
     notes = ("setup = equilibrium + symbolic DAE; build VM / build C = step function for CasADi's VM / "
              "generated and compiled C into an empty cache; solve = BDF stepping incl. convergence check "
-             f"(IDAS: the integrator call); total = whole call, warm cache; IDAS rtol {IDAS_RTOL:g} on the "
+             "(IDAS: the integrator call); IDAS/BDF = IDAS solve / BDF solve C, IDAS/BDF VM = IDAS solve / BDF "
+             f"solve VM; total = whole call, warm cache; IDAS rtol {IDAS_RTOL:g} on the "
              "semi-explicit I1 form; rel err u = max|u - u_ref| / max|u_ref|, u_ref = BDF-6 (I1) at h = "
              "1/16 ms; seed = Matlab times of seed 000 (E1: HI as I3, DD as I1, ode15i 0.3 [m]s as IDAS).")
-    return f"ffopt bench ({stamp})\n{format_table(rows)}\n{notes}"
+    text = f"ffopt bench ({stamp})\n{format_table(rows)}\n{notes}"
+    if not quick:
+        text += f"\n\nWork-precision (E1, E12; median of {repeats}):\n{work_precision(repeats)}"
+    return text

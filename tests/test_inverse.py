@@ -245,18 +245,53 @@ def test_idas_agrees_with_bdf_on_e12(e12, e12_reference):
     assert idas.stats["n_steps_idas"] > 0 and idas.stats["time_solve_s"] > 0
 
 
-def test_bench_quick_measures_every_solver_side_by_side():
-    from ffopt.bench import bench_rows, format_table
+def _table_cells(line, columns):
+    """Split a fixed-width row of ffopt.bench.format_table into its cells (single-space separated)."""
+    cells, pos = [], 0
+    for _, _, _, _, width in columns:
+        cells.append(line[pos:pos + width].strip())
+        pos += width + 1
+    return cells
 
-    rows = bench_rows(quick=True, repeats=1)
+
+def test_bench_quick_measures_every_solver_side_by_side():
+    from ffopt.bench import COLUMNS, run_bench
+
+    text = run_bench(quick=True, repeats=1)
+    lines = text.splitlines()
+    assert lines[0].startswith("ffopt bench (") and "median of 1" in lines[0]
+    assert [c for c in _table_cells(lines[1], COLUMNS)] == [h for h, *_ in COLUMNS]
+    rows = [dict(zip([h for h, *_ in COLUMNS], _table_cells(line, COLUMNS))) for line in lines[3:11]]
     assert [(r["problem"], r["solver"]) for r in rows] == [
         (p, s) for p in ("E1", "E12") for s in ("BDF I3", "BDF I2", "BDF I1", "IDAS (I1, index 1)")]
+    assert [(r["k"], r["h[ms]"]) for r in rows] == [("6", "5")] * 4 + [("6", "1")] * 4  # seed settings
     for r in rows:
-        assert r["solve_s"] > 0 and r["rel_error_u"] < 0.05  # seed settings: BDF errors 0.1-3 %
-        assert (r["idas_over_bdf"] is None) == r["solver"].startswith("IDAS")
-    assert max(r["rel_error_u"] for r in rows if r["solver"].startswith("IDAS")) < 1e-3
-    lines = format_table(rows).splitlines()
-    assert len(lines) == 2 + len(rows) and lines[2].startswith("E1 ") and "152.0" in lines[-4]
+        assert float(r["solve C[ms]"]) > 0 and float(r["total[ms]"]) >= float(r["solve C[ms]"])
+        # BDF at the seed's steps: 0.1-3 % error in u; IDAS (rtol 1e-8): 1e-7 (E1), 2e-4 (E12)
+        assert float(r["rel err u"]) < (1e-3 if r["solver"].startswith("IDAS") else 0.05)
+        assert (r["IDAS/BDF"] == "-") == (r["IDAS/BDF VM"] == "-") == r["solver"].startswith("IDAS")
+        assert r["build C[s]"] == "-"  # quick: no cold compilation
+    assert [r["seed[s]"] for r in rows[4:]] == ["152.0", "134.0", "136.0", "-"]  # seed 000, E12 BDF-6 1 ms
+    assert len(lines) == 12 and lines[-1].startswith("setup = ") and "{" not in text
+
+
+def test_idas_start_is_consistent_and_an_impossible_start_fails_at_t0(e1):
+    # The robot starts at rest: the Newton projection of z(0) keeps the state at rest.
+    import casadi as ca
+
+    from ffopt.dae import idas
+    from ffopt.errors import SolverError
+
+    tr = solve_inverse_idas(e1.model, e1.reference, 1e-3, rtol=1e-8, atol=1e-10,
+                            qa_guess=e1.reference_spec.joint_guess)
+    assert np.abs(tr.v[0]).max() < 1e-12 and np.abs(tr.u[0]).max() < 1e-6 * np.abs(tr.u).max()
+    # x' = z, 0 = z^2 + 1: no real algebraic solution at t = 0
+    t, x, xd = ca.SX.sym("t"), ca.SX.sym("x", 2), ca.SX.sym("xd", 2)
+    F = ca.Function("F", [t, x, xd], [ca.vertcat(xd[0] - x[1], x[1] ** 2 + 1)])
+    diff, ts, xD, z, ode, alg = idas.semi_explicit(F)
+    assert diff.tolist() == [True, False] and z.numel() == 2
+    with pytest.raises(SolverError, match="at t = 0"):
+        idas._consistent_z0(idas._algebraic_projection(ts, xD, z, alg), ts, xD, z, alg, np.zeros(2), diff)
 
 
 def test_idas_failure_names_the_time_interval(e12):

@@ -7,8 +7,9 @@ algebraic unknowns are z = [w; x_A] with w = x_D':
     x_D' = w,     0 = F(t, [x_D; x_A], [w; 0]).
 
 dF/d(w, x_A) is nonsingular exactly when the I1 form has index 1, so IDAS's Newton iteration on
-z is well posed. The robot starts at rest in static equilibrium, so z(0) = [0; x_A(0)] is
-consistent and no initial-condition calculation is needed. This is the counterpart of the seed's
+z is well posed. The robot starts at rest in static equilibrium: x_D(0) from it, and z(0) by
+Newton on g(0, x_D(0), z) = 0 from [0; x_A(0)] (consistent initial values; the residual is checked,
+so IDAS's own initial-condition calculation is not needed). This is the counterpart of the seed's
 ode15i runs (sec. 7.4).
 
 The torques need the derivatives of some algebraic variables too (the motor velocities of elastic
@@ -56,6 +57,25 @@ def _algebraic_projection(t, xD, z, alg) -> ca.Function:
     newton = ca.rootfinder("project", "newton", g, {"abstol": 1e-10, "error_on_fail": False})
     z0, tt, xx = ca.SX.sym("z0", z.numel()), ca.SX.sym("t"), ca.SX.sym("xD", xD.numel())
     return ca.Function("project", [z0, tt, xx], [newton(z0, ca.vertcat(tt, xx))])
+
+
+def _consistent_z0(project, t, xD, z, alg, x0, diff, tol=1e-9) -> np.ndarray:
+    """z(0) solving g(0, x_D(0), z) = 0 by Newton from [0; x_A(0)] (the state at rest).
+
+    Raises SolverError at t = 0 if the residual, relative to the size of its row's terms, stays
+    above ``tol`` (no consistent start near rest: e.g. an inconsistent path start).
+    """
+    guess = np.concatenate([np.zeros(diff.sum()), x0[~diff]])
+    z0 = np.array(project(guess, 0.0, x0[diff])).ravel()
+    g = ca.Function("g0", [t, xD, z], [alg, ca.jacobian(alg, z)])
+    res, gz = (np.array(v) for v in g(0.0, x0[diff], z0))
+    res = res.ravel()
+    size = np.abs(gz) @ (1 + np.abs(z0)) + 1e-300
+    if not np.all(np.isfinite(z0)) or np.max(np.abs(res) / size) > tol:
+        raise SolverError(f"IDAS: no consistent initial values at t = 0 (algebraic residual {np.abs(res).max():.3g} "
+                          "after Newton from the state at rest); check that the path starts at rest in a "
+                          "reachable configuration (reference_spec.joint_guess)")
+    return z0
 
 
 def _algebraic_rates(t, xD, z, ode, alg, grid, xf, zf) -> np.ndarray:
@@ -107,7 +127,8 @@ def solve_inverse_idas(model: FlexibleModel, reference, step: float = 1e-3, rtol
 
     integ = integrator(grid[1:])
     x0 = dae.initial_state(q0)
-    start = {"x0": x0[diff], "z0": np.concatenate([np.zeros(diff.sum()), x0[~diff]])}
+    project = _algebraic_projection(t, xD, z, alg)
+    start = {"x0": x0[diff], "z0": _consistent_z0(project, t, xD, z, alg, x0, diff)}
     t_build = time.perf_counter() - tic
     tic = time.perf_counter()
     try:
@@ -121,7 +142,7 @@ def solve_inverse_idas(model: FlexibleModel, reference, step: float = 1e-3, rtol
     xf = np.array(sol["xf"]).T
     # IDAS interpolates z at the output times without error control on it (suppress_algebraic):
     # project, i.e. solve g(t, x_D, z) = 0 for z at each output time from IDAS's z.
-    zf = np.array(_algebraic_projection(t, xD, z, alg).map(n_steps)(np.array(sol["zf"]), grid[None, 1:], xf.T)).T
+    zf = np.array(project.map(n_steps)(np.array(sol["zf"]), grid[None, 1:], xf.T)).T
     nD = int(diff.sum())
     x = np.zeros((n_steps + 1, dae.n_x))
     xdot = np.zeros_like(x)

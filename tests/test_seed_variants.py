@@ -52,13 +52,51 @@ def test_variants_agree_at_the_seed_settings(e1, variant):
 
 
 @pytest.mark.parametrize("order, step, engine", [(6, 5e-3, "compiled"), (3, 3e-3, "compiled"), (6, 5e-3, "python"),
-                                                 (1, 1e-3, "vm")])
+                                                 (1, 1e-3, "vm"), (6, 5e-3, "scipy")])
 def test_eq48_gives_no_solution(e1, order, step, engine):
     # seed 000: "(48) gave no solution at all" -- with x1, x2 both algebraic and x2' = x4 dropped,
     # the step equations are singular at rest and fail at the latest when the motion starts (t = 0.02 s).
     p, _ = e1
     with pytest.raises(SolverError, match=r"did not converge|singular"):
         solve_inverse_variant(p.model, p.reference, "DD48", order, step, p.reference_spec.joint_guess, engine=engine)
+
+
+@pytest.mark.parametrize("problem", ["e1_simplified", "e1_complete"])
+def test_hi_is_the_i3_form(problem):
+    # HI (hand-made eq. 40, constraint scaled by 1/h as in seed sec. 7.2.1) and the generic I3 form of
+    # ffopt.dae.forms (scaled by 1/h^2) are the same equations: same roots, different row scaling
+    p = load_problem(ROOT / "problems" / f"{problem}.toml")
+    g = p.reference_spec.joint_guess
+    i3 = solve_inverse_bdf(p.model, p.reference, 6, 5e-3, "I3", qa_guess=g)
+    hi = solve_inverse_variant(p.model, p.reference, "HI", 6, 5e-3, g)
+    assert hi.stats["scaling_power"] == 1.0 and i3.stats["scaling_power"] == 2.0
+    assert np.abs(hi.u - i3.u).max() / np.abs(i3.u).max() < 1e-6  # measured 6e-9 / 1.6e-8
+    assert np.abs(hi.q - i3.q).max() < 1e-9
+
+
+@pytest.mark.parametrize("variant", ["DD44", "DC"])
+def test_lsqnonlin_like_engine_finds_the_same_steps(e1, variant):
+    # engine "scipy" (least_squares + finite-difference Jacobians per step, the seed's Matlab set-up)
+    # solves the same step equations as the exact-Jacobian Newton: same trajectory to the tolerances
+    p, _ = e1
+    g = p.reference_spec.joint_guess
+    a = solve_inverse_variant(p.model, p.reference, variant, 6, 5e-3, g, engine="compiled")
+    b = solve_inverse_variant(p.model, p.reference, variant, 6, 5e-3, g, engine="scipy")
+    assert np.abs(b.u - a.u).max() / np.abs(a.u).max() < 1e-8  # measured ~1e-14
+    assert np.abs(b.q - a.q).max() < 1e-10
+
+
+@pytest.mark.slow
+def test_km_with_the_lsqnonlin_like_engine(e1):
+    # KM's underdetermined step system by trust-region reflective least squares (lsqnonlin's default);
+    # ~4 s: 12 unknowns per step with finite-difference Jacobians
+    p, _ = e1
+    g = p.reference_spec.joint_guess
+    a = solve_inverse_variant(p.model, p.reference, "KM", 6, 5e-3, g, engine="python")
+    b = solve_inverse_variant(p.model, p.reference, "KM", 6, 5e-3, g, engine="scipy")
+    # same roots to the least-squares tolerances (LSQ_TOL, finite-difference Jacobians)
+    assert np.abs(b.u - a.u).max() / np.abs(a.u).max() < 1e-5  # measured 1.4e-7
+    assert np.abs(b.q - a.q).max() < 1e-7  # measured 6.7e-9
 
 
 def _fz_rank(F, x, xdot, algebraic):

@@ -99,23 +99,26 @@ def _km_python_residual(F: ca.Function, n: int, mu: int, order: int, Z1: np.ndar
 
 
 def solve_km(F: ca.Function, x0: np.ndarray, h: float, n_steps: int, order: int, mu: int, d: int,
-             engine: str = "compiled"):
+             engine: str = "compiled", counts: dict | None = None):
     """(t, x (n_steps+1, n), residual (n_steps+1,), build s, solve s) by KM from rest at x0.
 
     engine "compiled" / "vm": the CasADi step function iterated by mapaccum (compiled to C when
-    possible); "python": the Python Gauss-Newton stepper of ffopt.dae.seed_variants (lstsq).
+    possible); "python": the Python Gauss-Newton stepper of ffopt.dae.seed_variants (lstsq);
+    "scipy": its scipy least_squares stepper (finite-difference Jacobians, like the seed's lsqnonlin).
+    counts (optional dict, Python engines): residual evaluations, unknowns, equations per step.
     """
     n = F.numel_in(1)
     tic = time.perf_counter()
     Z1, weights = km_matrices(F, n, mu, d, 0.0, x0)
-    if engine == "python":
-        from ffopt.dae.seed_variants import gauss_newton_march
+    if engine in ("python", "scipy"):
+        from ffopt.dae.seed_variants import gauss_newton_march, least_squares_march
 
         R = _km_python_residual(F, n, mu, order, Z1, weights)
         t_build = time.perf_counter() - tic
         tic = time.perf_counter()
         t = h * np.arange(n_steps + 1)
-        Z = gauss_newton_march(R, np.concatenate([x0, np.zeros((mu + 1) * n)]), n, t, order, h)
+        march = least_squares_march if engine == "scipy" else gauss_newton_march
+        Z = march(R, np.concatenate([x0, np.zeros((mu + 1) * n)]), n, t, order, h, counts=counts)
         return t, Z[:, :n], np.zeros(len(t)), t_build, time.perf_counter() - tic
     step = _km_step_function(F, n, mu, order, Z1, weights)
     if engine == "compiled":
@@ -163,7 +166,8 @@ def solve_inverse_km(model: FlexibleModel, reference, order: int = 6, step: floa
     rep = strangeness_index(dae.F, dae.n_x, 0.0, [x0])
     n_steps = int(round(reference.t_end / step))
     t_setup = time.perf_counter() - tic
-    t, x, res, t_build, t_solve = solve_km(dae.F, x0, step, n_steps, order, rep.mu, rep.d, engine)
+    counts = {}
+    t, x, res, t_build, t_solve = solve_km(dae.F, x0, step, n_steps, order, rep.mu, rep.d, engine, counts)
     bad = np.flatnonzero(~np.isfinite(res) | (res > RESIDUAL_TOL))
     if bad.size:
         i = bad[0]
@@ -177,5 +181,6 @@ def solve_inverse_km(model: FlexibleModel, reference, order: int = 6, step: floa
     traj = trajectory_from_states(model, reference, t, x, xdot[:, nq:2 * nq], method=f"KM-bdf{order}")
     traj.stats.update({"order": order, "step": step, "form": "KM", "mu": rep.mu, "d": rep.d, "a": rep.a,
                        "n_steps": n_steps, "max_residual": float(res.max()), "gauss_newton_iterations": GN_ITERATIONS,
-                       "engine": engine, "time_setup_s": t_setup, "time_build_s": t_build, "time_solve_s": t_solve})
+                       "engine": engine, "time_setup_s": t_setup, "time_build_s": t_build, "time_solve_s": t_solve,
+                       "n_unknowns": (rep.mu + 2) * dae.n_x, **counts})
     return traj

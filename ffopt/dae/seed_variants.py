@@ -16,10 +16,12 @@ Here Gamma' = J(q) v and Gamma'' = J(q) a + (dJ/dt) v, i.e. the constraint diffe
 the kinematic rows substituted, as in the seed.
 
 ``solve_inverse_variant`` selects HI / DD / KM / DC like the other methods; DD is the automatic
-dummy-derivative reduction (any model), DD43..DD49 the hand-made E1 systems. Two engines: the
-compiled CasADi stepping of ffopt.dae.bdf (KM: its own CasADi mapaccum loop, ffopt.dae.km) and a
-plain Python Gauss-Newton stepper with minimum-norm steps (numpy lstsq), the same for every
-variant, for like-for-like cost comparisons with KM (the seed's Matlab solver was of that kind).
+dummy-derivative reduction (any model), DD43..DD49 the hand-made E1 systems. Three engines: the
+compiled CasADi stepping of ffopt.dae.bdf (KM: its own CasADi mapaccum loop, ffopt.dae.km); a
+plain Python Gauss-Newton stepper with minimum-norm steps and exact Jacobians (numpy lstsq), the
+same for every variant; and "scipy", scipy.optimize.least_squares per step with finite-difference
+Jacobians, the analogue of the seed's Matlab fsolve / lsqnonlin solver (sec. 7.2.5), for
+like-for-like cost comparisons with the seed's timings.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from ffopt.trajectory import Trajectory
 E1_EQUATIONS = (40, 43, 44, 48, 49)
 # "DD" = automatic dummy derivatives (any model); "DD43".."DD49" = the seed's hand-made E1 systems
 VARIANTS = ("HI", "DD", "DD43", "DD44", "DD48", "DD49", "KM", "DC")
-ENGINES = ("compiled", "python")
+ENGINES = ("compiled", "python", "scipy")
 # (1/h)^p scaling of the constraint rows: seed sec. 7.2.1 scales the index-2 constraint by 1/h.
 DEFAULT_POWER = {40: 1.0, 43: 1.0, 44: 1.0, 48: 0.0, 49: 0.0}
 
@@ -98,12 +100,17 @@ def e1_variant(model: FlexibleModel, reference, equation: int) -> E1Variant:
 
 
 
-# --- a plain Python Gauss-Newton BDF stepper (like-for-like timings with KM) -------------------
+# --- Python BDF steppers (like-for-like timings of all variants, KM included) ------------------
 
 
 def python_bdf(F: ca.Function, x0: np.ndarray, h: float, n_steps: int, order: int, row_scale=None,
-               tol: float = 1e-10, max_iter: int = 20):
-    """(t, x, xdot, wall s): k-step BDF with minimum-norm Gauss-Newton steps in a Python loop."""
+               engine: str = "python", counts: dict | None = None):
+    """(t, x, xdot, wall s): k-step BDF in a Python loop over the steps (counts: see the marches).
+
+    engine "python": minimum-norm Gauss-Newton steps with exact Jacobians (numpy lstsq);
+    "scipy": scipy.optimize.least_squares per step with finite-difference Jacobians, the analogue of
+    the seed's Matlab fsolve / lsqnonlin (see least_squares_march).
+    """
     n = F.numel_in(1)
     alpha = BDF_ALPHA[order]
     scale = np.ones(n) if row_scale is None else np.asarray(row_scale, float)
@@ -113,13 +120,18 @@ def python_bdf(F: ca.Function, x0: np.ndarray, h: float, n_steps: int, order: in
     R = ca.Function("python_bdf_step", [z, t_s, past, inv_h], [r, ca.jacobian(r, z)])
     t = h * np.arange(n_steps + 1)
     tic = time.perf_counter()
-    x = gauss_newton_march(R, x0, n, t, order, h)
+    march = least_squares_march if engine == "scipy" else gauss_newton_march
+    x = march(R, x0, n, t, order, h, counts=counts)
     return t, x, bdf_derivative(x, order, h), time.perf_counter() - tic
 
 
 def gauss_newton_march(R: ca.Function, z0: np.ndarray, n_x: int, t: np.ndarray, order: int, h: float,
-                       tol: float = 1e-10, max_iter: int = 20) -> np.ndarray:
-    """March R(z_i, t_i, sum_j alpha_j x_(i-j), 1/h) = 0; z_i[:n_x] is the BDF state, at rest before t0."""
+                       tol: float = 1e-10, max_iter: int = 20, counts: dict | None = None) -> np.ndarray:
+    """March R(z_i, t_i, sum_j alpha_j x_(i-j), 1/h) = 0; z_i[:n_x] is the BDF state, at rest before t0.
+
+    counts (optional dict) receives residual_evaluations (each with its exact Jacobian) and unknowns.
+    """
+    n_eval = 0
     alpha = BDF_ALPHA[order]
     Z = np.zeros((len(t), len(z0)))
     Z[0] = z0
@@ -129,6 +141,7 @@ def gauss_newton_march(R: ca.Function, z0: np.ndarray, n_x: int, t: np.ndarray, 
         z = Z[i - 1].copy()
         for _ in range(max_iter):
             r, J = R(z, t[i], past, 1.0 / h)
+            n_eval += 1
             r, J = np.asarray(r).ravel(), np.asarray(J)
             dz = np.linalg.lstsq(J, -r, rcond=None)[0]
             z += dz
@@ -143,6 +156,50 @@ def gauss_newton_march(R: ca.Function, z0: np.ndarray, n_x: int, t: np.ndarray, 
                               f"(step {i}, |R| = {np.abs(r).max():.3g}); try another step or variant")
         Z[i] = z
         hist = np.vstack([z[:n_x], hist[:-1]])
+    if counts is not None:
+        counts.update(residual_evaluations=n_eval, unknowns=len(z0), equations=R.size1_out(0))
+    return Z
+
+
+LSQ_TOL = 1e-12  # scipy least_squares ftol / xtol / gtol
+LSQ_RESIDUAL_TOL = 1e-6  # max |scaled residual| accepted after least_squares
+# Seed sec. 7.2.5: "solved using lsqnonlin or fsolve". Square step systems: dogleg trust region
+# (Matlab fsolve's default); underdetermined (KM): trust-region reflective (lsqnonlin's default).
+LSQ_METHOD_SQUARE = "dogbox"
+LSQ_METHOD_UNDERDETERMINED = "trf"
+
+
+def least_squares_march(R: ca.Function, z0: np.ndarray, n_x: int, t: np.ndarray, order: int, h: float,
+                        counts: dict | None = None) -> np.ndarray:
+    """As gauss_newton_march, but each step by scipy.optimize.least_squares with a 2-point
+    finite-difference Jacobian: the seed's Matlab set-up (fsolve / lsqnonlin per BDF step, sec.
+    7.2.5), whose cost grows with the number of unknowns (one residual call per unknown per
+    Jacobian). Note: trf on the square E1 systems fails (DD) or jumps to the mirrored elbow (49).
+    counts (optional dict) receives residual_evaluations (finite differences included), unknowns.
+    """
+    from scipy.optimize import least_squares
+
+    res = R.slice("residual_only", list(range(R.n_in())), [0])
+    m = R.size1_out(0)
+    method = LSQ_METHOD_UNDERDETERMINED if m < len(z0) else LSQ_METHOD_SQUARE
+    alpha = BDF_ALPHA[order]
+    Z = np.zeros((len(t), len(z0)))
+    Z[0] = z0
+    hist = np.tile(z0[:n_x], (order, 1))
+    n_eval = 0
+    for i in range(1, len(t)):
+        past = alpha[1:] @ hist
+        fun = lambda z: np.asarray(res(z, t[i], past, 1.0 / h)).ravel()  # noqa: E731
+        sol = least_squares(fun, Z[i - 1], method=method, jac="2-point", ftol=LSQ_TOL, xtol=LSQ_TOL, gtol=LSQ_TOL)
+        n_eval += sol.nfev + sol.njev * len(z0)  # '2-point': one call per unknown per Jacobian
+        r_max = np.abs(sol.fun).max()
+        if not (np.all(np.isfinite(sol.x)) and r_max <= LSQ_RESIDUAL_TOL):
+            raise SolverError(f"least_squares (BDF-{order}, h = {h:g}) did not converge at t = {t[i]:.4g} "
+                              f"(step {i}, |R| = {r_max:.3g}: no consistent solution); try another step or variant")
+        Z[i] = sol.x
+        hist = np.vstack([sol.x[:n_x], hist[:-1]])
+    if counts is not None:
+        counts.update(residual_evaluations=n_eval, unknowns=len(z0), equations=m)
     return Z
 
 
@@ -156,10 +213,10 @@ def bdf_derivative(x: np.ndarray, order: int, h: float) -> np.ndarray:
 # --- solving ---------------------------------------------------------------------------------
 
 
-def _run(F, x0, h, n_steps, order, row_scale, engine):
-    """(t, x, xdot, solve s, compiled) through the chosen engine."""
-    if engine == "python":
-        t, x, xdot, wall = python_bdf(F, x0, h, n_steps, order, row_scale)
+def _run(F, x0, h, n_steps, order, row_scale, engine, counts=None):
+    """(t, x, xdot, solve s, compiled) through the chosen engine (counts: Python engines only)."""
+    if engine in ("python", "scipy"):
+        t, x, xdot, wall = python_bdf(F, x0, h, n_steps, order, row_scale, engine, counts)
         return t, x, xdot, wall, False
     try:
         res = solve_bdf(F, x0, 0.0, h, n_steps, order, row_scale=row_scale, compile=engine == "compiled")
@@ -178,14 +235,16 @@ def solve_e1_variant(model: FlexibleModel, reference, equation: int, order: int 
     y0 = np.asarray(reference.evaluate(np.array([0.0]))).ravel()
     q0 = static_equilibrium(model, y0, qa_guess)
     n_steps = int(round(reference.t_end / step))
+    counts = {}
     t, x, xdot, wall, compiled = _run(var.F, var.initial_state(q0), step, n_steps, order,
-                                      var.row_scale(step, scaling_power), engine)
+                                      var.row_scale(step, scaling_power), engine, counts)
     a = np.array(var.accel.map(len(t))(x.T, xdot.T)).T
     name = "HI" if equation == 40 else f"DD{equation}"
     traj = trajectory_from_states(model, reference, t, x, a, method=f"{name}-bdf{order}")
     traj.stats.update({"order": order, "step": step, "form": f"eq{equation}", "n_steps": n_steps,
                        "scaling_power": DEFAULT_POWER[equation] if scaling_power is None else scaling_power,
-                       "engine": engine, "compiled": compiled, "time_solve_s": wall})
+                       "engine": engine, "compiled": compiled, "time_solve_s": wall, "n_unknowns": var.n_x,
+                       **counts})
     return traj
 
 
@@ -198,7 +257,8 @@ def solve_inverse_variant(model: FlexibleModel, reference, variant: str, order: 
     DD44 / DD48 / DD49 (the seed's hand-made E1 systems), KM (Kunkel-Mehrmann underdetermined
     system, eq. 38), DC (decoupled system, eq. 20-21); case-insensitive.
     engine: "compiled" (C code via ffopt.dae.bdf; KM: CasADi mapaccum), "vm" (CasADi virtual
-    machine) or "python" (the same Python Gauss-Newton stepper for all, like-for-like timings).
+    machine), "python" (the same Python Gauss-Newton stepper for all, like-for-like timings) or
+    "scipy" (scipy least_squares with finite-difference Jacobians per step: the seed's lsqnonlin set-up).
     prefer: which coordinates become algebraic for DD / DC ("actuated", "passive", names).
     Method name of the trajectory: f"{VARIANT}-bdf{order}".
     """
@@ -206,7 +266,7 @@ def solve_inverse_variant(model: FlexibleModel, reference, variant: str, order: 
     if name not in VARIANTS:
         raise ProblemError(f"solver.method: seed variant must be one of {', '.join(VARIANTS)}, got {variant!r}")
     if engine not in ENGINES + ("vm",):
-        raise ProblemError(f"engine must be 'compiled', 'vm' or 'python', got {engine!r}")
+        raise ProblemError(f"engine must be 'compiled', 'vm', 'python' or 'scipy', got {engine!r}")
     if name == "HI" or name.startswith("DD") and name != "DD":
         eq = 40 if name == "HI" else int(name[2:])
         if name == "HI" and not _is_e1(model):
@@ -243,12 +303,13 @@ def _solve_generic(model, reference, name, order, step, qa_guess, engine, scalin
     build = {"HI": _original_system, "DD": _dummy_derivative_system, "DC": _decoupled_system}[name]
     F, x0, scale, states, extra = build(model, reference, q0, step, scaling_power, prefer)
     t_setup = time.perf_counter() - tic
-    t, x, xdot, wall, compiled = _run(F, x0, step, n_steps, order, scale, engine)
+    counts = {}
+    t, x, xdot, wall, compiled = _run(F, x0, step, n_steps, order, scale, engine, counts)
     q, v, a = states(t, x, xdot)
     traj = trajectory_from_states(model, reference, t, np.hstack([q, v]), a, method=f"{name}-bdf{order}")
     traj.stats.update({"order": order, "step": step, "form": name, "n_steps": n_steps,
                        "n_unknowns": int(F.numel_in(1)), "compiled": compiled,
-                       "time_setup_s": t_setup, "time_solve_s": wall, **extra})
+                       "time_setup_s": t_setup, "time_solve_s": wall, **extra, **counts})
     return traj
 
 

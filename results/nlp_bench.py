@@ -119,11 +119,54 @@ def nmp_table():
         print(row, flush=True)
 
 
+def speed_table(steps=(2e-3, 1e-3)):
+    """Before/after of the E12 speed work, side by side in one run.
+
+    exact: IPOPT (L-BFGS, CasADi nlpsol, the previous path) vs Newton + SuperLU on the square NLP;
+    bounded (problems/e12_torque_bounded.toml): IPOPT via nlpsol with CasADi's Hessian of the mapped
+    MX graph vs IPOPT via cyipopt with interval-wise assembled derivatives (same NLP, same options).
+    """
+    from ffopt.nlp.backends import casadi_ipopt
+
+    print("\n### E12 speed: before / after (same run)\n")
+    print("| case | h [ms] | path | iter | transcription [s] | solver build [s] | solve [s] | in functions [s] | "
+          "total NLP [s] | verified open loop [mm] | with PD [mm] |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    exact = load_problem(ROOT / "problems/e12_line.toml")
+    bounded = load_problem(ROOT / "problems/e12_torque_bounded.toml")
+    warm, _ = warm_start_trajectory(exact.model, exact.reference, exact.reference_spec.joint_guess, 1e-3)
+    cases = []
+    for h in steps:
+        s = NlpSettings(step=h, strategy="causal", max_wall_time_s=300.0)
+        cases += [("exact", h, exact, s, False, "IPOPT L-BFGS (nlpsol)"), ("exact", h, exact, s, True, "Newton + SuperLU")]
+        sb = dataclasses.replace(bounded.nlp, strategy="causal", step=h)
+        cases += [("bounded 88 %", h, bounded, sb, True, "IPOPT, nlpsol (CasADi MX derivatives)"),
+                  ("bounded 88 %", h, bounded, dataclasses.replace(sb, backend="cyipopt"), True,
+                   "IPOPT, cyipopt (interval-wise derivatives)")]
+    for name, h, p, s, newton, label in cases:
+        casadi_ipopt.SQUARE_BY_NEWTON = newton
+        try:
+            tic = time.perf_counter()
+            traj = solve_inverse_nlp(p.model, p.reference, s, p.reference_spec.joint_guess, warm)
+            total = time.perf_counter() - tic
+        finally:
+            casadi_ipopt.SQUARE_BY_NEWTON = True
+        st = traj.stats
+        ol, pd = verified_errors(p, traj)
+        print(f"| {name} | {h * 1e3:g} | {label} | {st['iterations']} | {st['time_transcription_s']:.2f} | "
+              f"{st['time_build_s']:.2f} | {st['time_solve_s']:.2f} | {st['time_function_eval_s']:.2f} | {total:.2f} | "
+              f"{ol:.4g} | {pd:.4g} |", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="E12 at 2 ms only, no cold start at 1 ms")
     ap.add_argument("--bounded-only", action="store_true", help="only the torque-bound trade-off table")
+    ap.add_argument("--speed-only", action="store_true", help="only the before/after speed table")
     args = ap.parse_args()
+    speed_table()
+    if args.speed_only:
+        return
     if not args.bounded_only:
         e12_table([2e-3] if args.quick else [2e-3, 1e-3], cold=True)
     bounded_table()

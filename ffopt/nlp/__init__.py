@@ -4,7 +4,9 @@
 - transcription.py: the scaled, sparse CasADi NLP (exact tracking on the index-reduced I1 form,
   or band / penalty tracking on the forward model), torque and torque-rate bounds, objectives,
   pre-/post-actuation (extended horizon)
-- backends/: IPOPT through CasADi (default), through cyipopt, and a pyomo.dae model (.nl file)
+- backends/: IPOPT through CasADi (default), through cyipopt, and a pyomo.dae model (.nl file);
+  newton.py: square NLPs (causal exact tracking) by Newton + SuperLU (casadi and auto backends);
+  backend 'auto': Newton if square, else IPOPT via cyipopt with interval-wise derivatives
 - solve.py: strategy from the zero dynamics, BDF warm start, diagnosis, Trajectory
 Entry points: ``ffopt.nlp.solve.solve_inverse_nlp`` and ``ffopt.nlp.solve.plan_nlp``.
 """

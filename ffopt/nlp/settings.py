@@ -8,7 +8,7 @@ TRACKING = ("exact", "band", "penalty")
 OBJECTIVES = ("smoothness", "effort", "tracking")
 SCHEMES = ("radau", "euler")
 STRATEGIES = ("auto", "causal", "noncausal")
-BACKENDS = ("casadi", "cyipopt", "pyomo")
+BACKENDS = ("casadi", "cyipopt", "pyomo", "auto")  # auto: the fastest (see backends/casadi_ipopt.solve_auto)
 WARM_STARTS = ("bdf", "none")
 
 
@@ -28,7 +28,7 @@ class NlpSettings:
     pre_actuation_s: float = 0.0
     post_actuation_s: float = 0.0
     strategy: str = "auto"  # auto | causal | noncausal
-    backend: str = "casadi"  # casadi | cyipopt | pyomo
+    backend: str = "casadi"  # casadi | cyipopt | pyomo | auto
     warm_start: str = "bdf"  # bdf | none
     tol: float = 1e-8
     max_iter: int = 3000

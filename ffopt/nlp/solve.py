@@ -36,7 +36,9 @@ def hessian_mode(s: NlpSettings, noncausal: bool) -> str:
 
 
 def solve_backend(backend: str, nlp, warm: bool, settings: NlpSettings, transcription=None):
-    if backend == "casadi":
+    if backend == "auto":
+        from ffopt.nlp.backends.casadi_ipopt import solve_auto as solve
+    elif backend == "casadi":
         from ffopt.nlp.backends.casadi_ipopt import solve
     elif backend == "cyipopt":
         from ffopt.nlp.backends.cyipopt_backend import solve

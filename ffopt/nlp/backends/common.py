@@ -23,6 +23,7 @@ class NlpResult:
     g: np.ndarray | None = None  # constraint values at the solution
     lbg: np.ndarray | None = None
     ubg: np.ndarray | None = None
+    method: str = "ipopt"  # or newton (square NLP, see backends/newton.py)
 
     @property
     def time_ipopt_s(self) -> float:
@@ -35,7 +36,7 @@ class NlpResult:
         return float(np.max(np.concatenate([[0.0], self.lbg - self.g, self.g - self.ubg])))
 
     def stats(self) -> dict:
-        return {"backend": self.backend, "status": self.status, "success": self.success,
+        return {"backend": self.backend, "nlp_method": self.method, "status": self.status, "success": self.success,
                 "iterations": self.iterations, "objective": self.f,
                 "time_solve_s": self.time_total_s, "time_ipopt_s": self.time_ipopt_s,
                 "time_function_eval_s": self.time_function_eval_s, "time_build_s": self.time_build_s,

@@ -1,7 +1,9 @@
 """Backend: IPOPT through cyipopt (PyPI package cyipopt-wheels), on the same CasADi functions.
 
-CasADi supplies f, its gradient, g, the sparse Jacobian of g and the lower triangle of the
-Hessian of the Lagrangian; cyipopt drives its own bundled IPOPT with them.
+CasADi supplies f, its gradient and g; the sparse Jacobian of g and the lower triangle of the
+Hessian of the Lagrangian come from the transcription's interval-wise assembly
+(``transcription.StructuredDerivatives``) when it offers one, else from CasADi AD of the whole
+graph. cyipopt drives its own bundled IPOPT with them.
 """
 
 from __future__ import annotations
@@ -21,18 +23,22 @@ class _CasadiCallbacks:
 
     def __init__(self, problem: NlpProblem):
         w, f, g = problem.w, problem.f, problem.g
-        sigma, lam = ca.MX.sym("sigma"), ca.MX.sym("lam", g.numel())
-        jac = ca.jacobian(g, w)
-        hess = ca.tril(ca.hessian(sigma * f + ca.dot(lam, g), w)[0])
+        self.time_eval = 0.0
+        self.iterations = 0
         self._f = ca.Function("f", [w], [f])
         self._grad = ca.Function("grad_f", [w], [ca.gradient(f, w)])
         self._g = ca.Function("g", [w], [g])
+        make = problem.info.get("derivatives")  # interval-wise assembly (transcription.py)
+        self._der = make() if make is not None else None
+        if self._der is not None:
+            return
+        sigma, lam = ca.MX.sym("sigma"), ca.MX.sym("lam", g.numel())
+        jac = ca.jacobian(g, w)
+        hess = ca.tril(ca.hessian(sigma * f + ca.dot(lam, g), w)[0])
         self._jac = ca.Function("jac_g", [w], [jac])
         self._hess = ca.Function("hess_l", [w, sigma, lam], [hess])
         self._jac_sp = jac.sparsity()
         self._hess_sp = self._hess.sparsity_out(0)
-        self.time_eval = 0.0
-        self.iterations = 0
 
     def _timed(self, fun, *args):
         tic = time.perf_counter()
@@ -50,12 +56,18 @@ class _CasadiCallbacks:
         return np.array(self._timed(self._g, w)).ravel()
 
     def jacobianstructure(self):
+        if self._der is not None:
+            return self._der.jac.rows, self._der.jac.cols
         return self._jac_sp.get_triplet()
 
     def jacobian(self, w):
+        if self._der is not None:
+            return self._timed(self._der.jacobian_values, w)
         return np.array(self._timed(self._jac, w).nonzeros())
 
     def hessianstructure(self):
+        if self._der is not None:
+            return self._der.hess.rows, self._der.hess.cols
         return self._hess_sp.get_triplet()
 
     def intermediate(self, alg_mod, iter_count, *args):
@@ -63,6 +75,8 @@ class _CasadiCallbacks:
         return True
 
     def hessian(self, w, lam, sigma):
+        if self._der is not None:
+            return self._timed(self._der.hessian_values, w, lam, sigma)
         return np.array(self._timed(self._hess, w, sigma, lam).nonzeros())
 
 

@@ -96,6 +96,9 @@ def plan(problem: Problem | str | Path, method: str | None = None, order: int | 
         from ffopt.dae.inverse import solve_inverse_bdf
 
         say(f"solving the inverse dynamics: BDF-{s.order}, h = {s.step * 1e3:g} ms, form {s.form}")
+        if s.form == "I3" and s.step < 5e-4:
+            # roundoff in u grows like eps / h^index on the original form (results/conditioning.md)
+            say(f"warning: form I3 with h = {s.step * 1e3:g} ms < 0.5 ms amplifies roundoff in u; use form I1")
         try:
             traj = solve_inverse_bdf(model, reference, s.order, s.step, s.form, s.scaling_power, guess, compile)
         except SolverError as err:
@@ -104,7 +107,8 @@ def plan(problem: Problem | str | Path, method: str | None = None, order: int | 
         from ffopt.dae.seed_variants import solve_inverse_variant
 
         say(f"solving the inverse dynamics: seed 000 variant {s.method.upper()}, BDF-{s.order}, h = {s.step * 1e3:g} ms")
-        traj = solve_inverse_variant(model, reference, s.method.upper(), s.order, s.step, guess)
+        traj = solve_inverse_variant(model, reference, s.method.upper(), s.order, s.step, guess,
+                                     engine="compiled" if compile else "vm", scaling_power=s.scaling_power)
     elif s.method == "nlp":
         from ffopt.nlp.solve import plan_nlp
 

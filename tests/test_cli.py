@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from ffopt.cli.main import main
-from ffopt.io.results import read_trajectory_csv
+from ffopt.io.results import atomic_directory, read_trajectory_csv
 
 ROOT = Path(__file__).resolve().parents[1]
 E1 = ROOT / "problems" / "e1_simplified.toml"
@@ -72,8 +72,9 @@ def test_plan_writes_trajectory_summary_and_plots(e1_out):
     data = read_trajectory_csv(e1_out / "trajectory.csv")
     assert np.allclose(np.diff(data["t"]), 5e-3) and data["t"][-1] == pytest.approx(0.42)
     s = json.loads((e1_out / "summary.json").read_text())
-    assert s["settings"]["order"] == 6 and s["method"] == "bdf6-I3"
+    assert s["settings"]["order"] == 6 and s["method"] == "bdf6-I1"
     assert s["verification"]["tool_error"]["feedforward_pd"]["max_mm"] < 0.5
+    assert s["verification"]["tool_error"]["pd_only"]["max_mm"] > 10  # PD alone misses by cm
     assert {"casadi", "numpy", "python", "ffopt"} <= set(s["versions"])
     assert {"inverse_dynamics", "verification"} <= set(s["wall_time_s"])
     # the CSV torques are the ones the summary reports
@@ -114,10 +115,46 @@ def test_path_outside_the_workspace_names_the_time(tmp_path, capsys):
     assert "workspace" in err and "t = " in err
 
 
+def test_path_through_a_singularity_names_the_time(tmp_path, capsys):
+    # E1's tool z = 2 sin q1 (passive joint at rest) has dz/dq1 = 0 at full reach z = 2 m.
+    d = e1_dict()
+    d["reference"]["end_mm"] = [2000.0]
+    err = _run_bad(tmp_path, capsys, d)
+    assert "singularity at t = 0.1" in err and "reference" in err
+
+
+def test_failed_run_leaves_an_existing_result_untouched(tmp_path, capsys):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "trajectory.csv").write_text("old\n")
+    d = e1_dict()
+    d["reference"]["end_mm"] = [2100.0]
+    (tmp_path / "bad.toml").write_text(_toml(d))
+    assert main(["plan", str(tmp_path / "bad.toml"), "--out", str(out), "--quiet"]) != 0
+    assert [f.name for f in out.iterdir()] == ["trajectory.csv"] and (out / "trajectory.csv").read_text() == "old\n"
+    assert sorted(f.name for f in tmp_path.iterdir()) == ["bad.toml", "out"]
+
+
+def test_atomic_directory_removes_everything_when_writing_fails(tmp_path):
+    def fill(tmp):
+        (tmp / "trajectory.csv").write_text("half")
+        raise OSError("disk full")
+
+    with pytest.raises(OSError):
+        atomic_directory(tmp_path / "res", fill)
+    assert list(tmp_path.iterdir()) == []
+    # and on success an existing directory is replaced as a whole
+    (tmp_path / "res").mkdir()
+    (tmp_path / "res" / "stale.png").write_text("x")
+    atomic_directory(tmp_path / "res", lambda tmp: (tmp / "summary.json").write_text("{}"))
+    assert [f.name for f in (tmp_path / "res").iterdir()] == ["summary.json"]
+    assert [f.name for f in tmp_path.iterdir()] == ["res"]
+
+
 def test_solver_failure_is_reported_with_advice(tmp_path, capsys):
     # E12 with 20 ms steps: BDF-6 on the index-3 form cannot follow the motion.
     data = tomllib.loads((ROOT / "problems" / "e12_line.toml").read_text())
-    err = _run_bad(tmp_path, capsys, data, extra=("--step", "0.02"))
+    err = _run_bad(tmp_path, capsys, data, extra=("--step", "0.02", "--form", "I3"))
     assert "did not converge at t = " in err and "Try" in err
 
 

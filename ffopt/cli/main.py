@@ -64,7 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--step", type=float, help="step size h in seconds, e.g. 0.001")
     p.add_argument("--form", choices=["I3", "I2", "I1"], help="DAE form: original (I3) or differentiated")
     p.add_argument("--scaling-power", type=float, help="scale the constraint rows by (1/h)^p")
-    p.add_argument("--backend", choices=["casadi", "cyipopt", "pyomo"], help="NLP backend (method nlp)")
+    p.add_argument("--backend", choices=["casadi", "cyipopt", "pyomo", "auto"],
+                   help="NLP backend (method nlp); auto: Newton if the NLP is square, else IPOPT via cyipopt")
     p.add_argument("--warm-start", choices=["bdf", "none"], help="NLP start point: BDF solution or rest")
     p.add_argument("--no-verify", action="store_true", help="skip the verification simulations")
     p.add_argument("--no-plots", action="store_true")
@@ -74,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     b = sub.add_parser("bench", help="time BDF forms against SUNDIALS IDAS on E1 and E12")
     b.add_argument("--quick", action="store_true", help="fewer settings, for a smoke test")
-    b.add_argument("--repeats", type=int, default=5, help="timed repetitions (best is reported)")
+    b.add_argument("--repeats", type=int, default=5, help="timed repetitions (the median is reported)")
     b.set_defaults(func=cmd_bench)
 
     from ffopt.cli import analyze

@@ -65,7 +65,7 @@ SOLVER_SCHEMA = {
     "method": Field("str", default="bdf", choices=METHODS),
     "order": Field("int", default=6, check=lambda k: None if 1 <= k <= 6 else f"must be 1..6, got {k}"),
     "step": Field("float", default=1e-3, check=positive),
-    "form": Field("str", default="I3", choices=BDF_FORMS),
+    "form": Field("str", default="I1", choices=BDF_FORMS),
     "scaling_power": Field("float", default=None),
 }
 
@@ -136,7 +136,7 @@ class SolverSettings:
     method: str = "bdf"
     order: int = 6
     step: float = 1e-3
-    form: str = "I3"
+    form: str = "I1"
     scaling_power: float | None = None  # None: the form's default
 
 

@@ -32,6 +32,8 @@ from ffopt.errors import SolverError
 from ffopt.models.flexible import FlexibleModel
 from ffopt.trajectory import Trajectory
 
+IDAS_FORMS = ("I1", "DD")
+
 
 def semi_explicit(F: ca.Function) -> tuple[np.ndarray, ca.SX, ca.SX, ca.SX, ca.SX, ca.SX]:
     """Split x into differential (derivative appears) and algebraic parts; build the IDAS DAE.
@@ -109,12 +111,23 @@ def _failure_interval(integrator, start, grid) -> tuple[float, float]:
 
 
 def solve_inverse_idas(model: FlexibleModel, reference, step: float = 1e-3, rtol: float = 1e-10,
-                       atol: float = 1e-12, qa_guess=None) -> Trajectory:
-    """Solve the I1 inverse DAE with IDAS; output on the grid of ``step``; u from the motor rows."""
+                       atol: float = 1e-12, qa_guess=None, form: str = "I1") -> Trajectory:
+    """Solve an index-1 inverse DAE with IDAS; output on the grid of ``step``; u from the motor rows.
+
+    form: "I1" (the differentiated form of ffopt.dae.forms, seed eq. 34) or "DD" (the automatic
+    dummy-derivative reduction of ffopt.dae.dummy_derivatives, for any model).
+    """
+    if form not in IDAS_FORMS:
+        raise SolverError(f"IDAS: form must be one of {', '.join(IDAS_FORMS)} (index 1), got {form!r}")
     tic = time.perf_counter()
     y0 = np.asarray(reference.evaluate(np.array([0.0]))).ravel()
     q0 = static_equilibrium(model, y0, qa_guess)
-    dae = build_inverse_dae(model, reference, "I1", choose_dummy_set(model, q0[: model.layout.n_link]))
+    if form == "DD":
+        from ffopt.dae.dummy_derivatives import reduce_index
+
+        dae = reduce_index(model, reference, q0)
+    else:
+        dae = build_inverse_dae(model, reference, "I1", choose_dummy_set(model, q0[: model.layout.n_link]))
     diff, t, xD, z, ode, alg = semi_explicit(dae.F)
     n_steps = int(round(reference.t_end / step))
     grid = step * np.arange(n_steps + 1)
@@ -135,7 +148,7 @@ def solve_inverse_idas(model: FlexibleModel, reference, step: float = 1e-3, rtol
         sol = integ(**start)
     except RuntimeError as err:
         t_ok, t_fail = _failure_interval(integrator, start, grid)
-        raise SolverError(f"IDAS failed on the I1 inverse DAE: it reaches t = {t_ok:.6g} but not t = {t_fail:.6g} "
+        raise SolverError(f"IDAS failed on the {form} inverse DAE: it reaches t = {t_ok:.6g} but not t = {t_fail:.6g} "
                           f"({str(err).strip().splitlines()[-1]}); try looser tolerances (rtol = {rtol:g} "
                           "now) or check the path there with the BDF solver") from None
     t_solve = time.perf_counter() - tic
@@ -152,8 +165,8 @@ def solve_inverse_idas(model: FlexibleModel, reference, step: float = 1e-3, rtol
     zdot = _algebraic_rates(t, xD, z, ode, alg, grid[1:], xf, zf)
     xdot[1:, ~diff] = zdot[:, nD:]
     a = np.array(dae.accel.map(len(grid))(x.T, xdot.T)).T
-    traj = trajectory_from_states(model, reference, grid, x, a, method="idas-I1")
+    traj = trajectory_from_states(model, reference, grid, x, a, method=f"idas-{form}")
     stats = integ.stats()
-    traj.stats.update({"step": step, "form": "I1", "rtol": rtol, "atol": atol, "n_steps_idas": stats.get("nsteps"),
+    traj.stats.update({"step": step, "form": form, "rtol": rtol, "atol": atol, "n_steps_idas": stats.get("nsteps"),
                        "time_build_s": t_build, "time_solve_s": t_solve, "compiled": False})
     return traj

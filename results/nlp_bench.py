@@ -65,7 +65,7 @@ def e12_table(steps, cold: bool):
     print(f"| BDF-6 I3 h=1 ms | - | ok | {bdf.stats['n_unknowns']} x {bdf.stats['n_steps']} steps | "
           f"{bdf.stats['time_solve_s']:.3f} | - | - | {t_bdf:.2f} | {np.abs(bdf.u).max():.4g} | {ol:.4g} | {pd:.4g} |")
     for h in steps:
-        s = NlpSettings(step=h, strategy="causal", max_wall_time_s=300.0)
+        s = NlpSettings(step=h, strategy="causal", square_by_newton=False, max_wall_time_s=300.0)
         row, _ = nlp_row(p, s, bdf, f"NLP h={h * 1e3:g} ms, warm (BDF)")
         print(row, flush=True)
         if cold:
@@ -126,8 +126,6 @@ def speed_table(steps=(2e-3, 1e-3)):
     bounded (problems/e12_torque_bounded.toml): IPOPT via nlpsol with CasADi's Hessian of the mapped
     MX graph vs IPOPT via cyipopt with interval-wise assembled derivatives (same NLP, same options).
     """
-    from ffopt.nlp.backends import casadi_ipopt
-
     print("\n### E12 speed: before / after (same run)\n")
     print("| case | h [ms] | path | iter | transcription [s] | solver build [s] | solve [s] | in functions [s] | "
           "total NLP [s] | verified open loop [mm] | with PD [mm] |")
@@ -137,20 +135,18 @@ def speed_table(steps=(2e-3, 1e-3)):
     warm, _ = warm_start_trajectory(exact.model, exact.reference, exact.reference_spec.joint_guess, 1e-3)
     cases = []
     for h in steps:
-        s = NlpSettings(step=h, strategy="causal", max_wall_time_s=300.0)
-        cases += [("exact", h, exact, s, False, "IPOPT L-BFGS (nlpsol)"), ("exact", h, exact, s, True, "Newton + SuperLU")]
+        s = NlpSettings(step=h, strategy="causal", backend="casadi", max_wall_time_s=300.0)
+        cases += [("exact", h, exact, dataclasses.replace(s, square_by_newton=False), "IPOPT L-BFGS (nlpsol)"),
+                  ("exact", h, exact, s, "Newton + SuperLU")]
         sb = dataclasses.replace(bounded.nlp, strategy="causal", step=h)
-        cases += [("bounded 88 %", h, bounded, sb, True, "IPOPT, nlpsol (CasADi MX derivatives)"),
-                  ("bounded 88 %", h, bounded, dataclasses.replace(sb, backend="cyipopt"), True,
+        cases += [("bounded 88 %", h, bounded, dataclasses.replace(sb, backend="casadi"),
+                   "IPOPT, nlpsol (CasADi MX derivatives)"),
+                  ("bounded 88 %", h, bounded, dataclasses.replace(sb, backend="cyipopt"),
                    "IPOPT, cyipopt (interval-wise derivatives)")]
-    for name, h, p, s, newton, label in cases:
-        casadi_ipopt.SQUARE_BY_NEWTON = newton
-        try:
-            tic = time.perf_counter()
-            traj = solve_inverse_nlp(p.model, p.reference, s, p.reference_spec.joint_guess, warm)
-            total = time.perf_counter() - tic
-        finally:
-            casadi_ipopt.SQUARE_BY_NEWTON = True
+    for name, h, p, s, label in cases:
+        tic = time.perf_counter()
+        traj = solve_inverse_nlp(p.model, p.reference, s, p.reference_spec.joint_guess, warm)
+        total = time.perf_counter() - tic
         st = traj.stats
         ol, pd = verified_errors(p, traj)
         print(f"| {name} | {h * 1e3:g} | {label} | {st['iterations']} | {st['time_transcription_s']:.2f} | "

@@ -188,9 +188,12 @@ def test_square_nlp_by_newton_matches_ipopt():
     assert res.success and res.method == "ipopt"
     u_ipopt = tr.unpack(res.w)["u"].T
     assert np.abs(u_ipopt - traj.u).max() < 1e-6 * np.abs(traj.u).max()
-    # a non-square NLP (penalty tracking) still goes to IPOPT
+    # a non-square NLP (penalty tracking) still goes to IPOPT, and so does any NLP on request
     traj_pen = _nlp("e1_complete.toml", step=5e-3, tracking="penalty")[3]
     assert traj_pen.stats["nlp_method"] == "ipopt"
+    traj_ipopt = _nlp("e1_complete.toml", step=5e-3, square_by_newton=False)[3]
+    assert traj_ipopt.stats["nlp_method"] == "ipopt" and traj_ipopt.stats["success"]
+    assert np.abs(traj_ipopt.u - traj.u).max() < 1e-6 * np.abs(traj.u).max()
 
 
 def test_auto_backend_matches_nlpsol_on_bounded_problem():

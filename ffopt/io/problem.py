@@ -91,6 +91,9 @@ NLP_SCHEMA = {
     "post_actuation_s": Field("float", default=0.0, check=non_negative),
     "strategy": Field("str", default="auto", choices=nlp_settings.STRATEGIES),
     "backend": Field("str", default="casadi", choices=nlp_settings.BACKENDS),
+    "square_by_newton": Field("bool", default=True,
+                              doc="casadi/auto backends: solve a square NLP (causal exact tracking, no bounds) "
+                                  "by Newton + sparse LU instead of IPOPT"),
     "warm_start": Field("str", default="bdf", choices=nlp_settings.WARM_STARTS),
     "tol": Field("float", default=1e-8, check=positive),
     "max_iter": Field("int", default=3000, check=lambda n: None if n > 0 else f"must be > 0, got {n}"),

@@ -29,6 +29,7 @@ class NlpSettings:
     post_actuation_s: float = 0.0
     strategy: str = "auto"  # auto | causal | noncausal
     backend: str = "casadi"  # casadi | cyipopt | pyomo | auto
+    square_by_newton: bool = True  # casadi / auto: a square NLP (a single feasible point) by Newton, not IPOPT
     warm_start: str = "bdf"  # bdf | none
     tol: float = 1e-8
     max_iter: int = 3000

@@ -36,10 +36,12 @@ def hessian_mode(s: NlpSettings, noncausal: bool) -> str:
 
 
 def solve_backend(backend: str, nlp, warm: bool, settings: NlpSettings, transcription=None):
-    if backend == "auto":
-        from ffopt.nlp.backends.casadi_ipopt import solve_auto as solve
-    elif backend == "casadi":
-        from ffopt.nlp.backends.casadi_ipopt import solve
+    if backend in ("auto", "casadi"):
+        from ffopt.nlp.backends.casadi_ipopt import solve, solve_auto
+
+        return (solve_auto if backend == "auto" else solve)(nlp, warm, settings.tol, settings.max_iter,
+                                                           settings.max_wall_time_s,
+                                                           square_by_newton=settings.square_by_newton)
     elif backend == "cyipopt":
         from ffopt.nlp.backends.cyipopt_backend import solve
     elif backend == "pyomo":

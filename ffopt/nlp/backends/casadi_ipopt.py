@@ -10,27 +10,26 @@ import numpy as np
 from ffopt.nlp.backends.common import NlpResult, ipopt_options
 from ffopt.nlp.transcription import NlpProblem
 
-SQUARE_BY_NEWTON = True  # False: square NLPs go to IPOPT too (the previous path; results/nlp_bench.py)
+def _square_by_newton(problem: NlpProblem, tol: float, max_iter: int, max_wall_time: float,
+                      w0: np.ndarray | None) -> NlpResult | None:
+    """Newton on a square NLP at IPOPT's feasibility tolerance (constr_viol_tol = 1e-3 tol); None if
+    the NLP is not square or Newton fails (the caller then runs IPOPT)."""
+    from ffopt.nlp.backends.newton import solve_square
+
+    return solve_square(problem, 1e-3 * tol, min(max_iter, 30), max_wall_time, w0)
 
 
 def solve(problem: NlpProblem, warm: bool, tol: float, max_iter: int, max_wall_time: float,
-          w0: np.ndarray | None = None) -> NlpResult:
-    if SQUARE_BY_NEWTON:
-        from ffopt.nlp.backends.newton import solve_square
-
-        res = solve_square(problem, 1e-3 * tol, min(max_iter, 30), max_wall_time, w0)
-        if res is not None:
-            return res
-    return solve_ipopt(problem, warm, tol, max_iter, max_wall_time, w0)
+          w0: np.ndarray | None = None, square_by_newton: bool = True) -> NlpResult:
+    res = _square_by_newton(problem, tol, max_iter, max_wall_time, w0) if square_by_newton else None
+    return res if res is not None else solve_ipopt(problem, warm, tol, max_iter, max_wall_time, w0)
 
 
 def solve_auto(problem: NlpProblem, warm: bool, tol: float, max_iter: int, max_wall_time: float,
-               w0: np.ndarray | None = None) -> NlpResult:
+               w0: np.ndarray | None = None, square_by_newton: bool = True) -> NlpResult:
     """The fastest path: Newton for square NLPs, else IPOPT through cyipopt with the interval-wise
     derivatives (E12 bounded, h = 2 ms: 2.1 s vs 4.8 s through nlpsol; results/nlp.md), else nlpsol."""
-    from ffopt.nlp.backends.newton import solve_square
-
-    res = solve_square(problem, 1e-3 * tol, min(max_iter, 30), max_wall_time, w0)
+    res = _square_by_newton(problem, tol, max_iter, max_wall_time, w0) if square_by_newton else None
     if res is not None:
         return res
     try:

@@ -40,12 +40,17 @@ def verified_errors(problem, traj):
     return 1e3 * np.abs(ol.y - y_ref).max(), 1e3 * np.abs(cl.y - y_ref).max()
 
 
-def nlp_row(problem, settings, warm, label):
+def timed_nlp(problem, settings, warm):
+    """(trajectory, wall time of the whole NLP call, verified open-loop error, with PD) in mm."""
     tic = time.perf_counter()
     traj = solve_inverse_nlp(problem.model, problem.reference, settings, problem.reference_spec.joint_guess, warm)
     total = time.perf_counter() - tic
+    return (traj, total, *verified_errors(problem, traj))
+
+
+def nlp_row(problem, settings, warm, label):
+    traj, total, ol, pd = timed_nlp(problem, settings, warm)
     st = traj.stats
-    ol, pd = verified_errors(problem, traj)
     return (f"| {label} | {st['iterations']} | {st['status']} | {st['n_variables']} | {st['time_solve_s']:.2f} | "
             f"{st['time_ipopt_s']:.2f} | {st['time_function_eval_s']:.2f} | {total:.2f} | "
             f"{np.abs(traj.u).max():.4g} | {ol:.4g} | {pd:.4g} |"), traj
@@ -144,11 +149,8 @@ def speed_table(steps=(2e-3, 1e-3)):
                   ("bounded 88 %", h, bounded, dataclasses.replace(sb, backend="cyipopt"),
                    "IPOPT, cyipopt (interval-wise derivatives)")]
     for name, h, p, s, label in cases:
-        tic = time.perf_counter()
-        traj = solve_inverse_nlp(p.model, p.reference, s, p.reference_spec.joint_guess, warm)
-        total = time.perf_counter() - tic
+        traj, total, ol, pd = timed_nlp(p, s, warm)
         st = traj.stats
-        ol, pd = verified_errors(p, traj)
         print(f"| {name} | {h * 1e3:g} | {label} | {st['iterations']} | {st['time_transcription_s']:.2f} | "
               f"{st['time_build_s']:.2f} | {st['time_solve_s']:.2f} | {st['time_function_eval_s']:.2f} | {total:.2f} | "
               f"{ol:.4g} | {pd:.4g} |", flush=True)

@@ -103,12 +103,7 @@ def line(
 
     ``names`` default to "theta" (one output) or "theta0", "theta1", ...
     """
-    p0 = _vector(start, "reference.start")
-    p1 = _vector(end, "reference.end")
-    if p0.size != p1.size:
-        raise ProblemError(
-            f"reference.start and reference.end must have the same length, got {p0.size} and {p1.size}"
-        )
+    p0, p1 = _endpoints(start, end, "reference.start", "reference.end")
     d, rb, ra = _time_line(duration, rest_before, rest_after)
     law = get_time_law(time_law)
     nm = _names(names, p0.size, "reference.names", "theta")
@@ -116,6 +111,14 @@ def line(
     return Reference(
         t, motion, t_motion_start=rb, t_motion_end=rb + d, t_end=rb + d + ra, names=nm, time_law=law.name
     )
+
+
+def _endpoints(a, b, field_a: str, field_b: str) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end of a move as vectors of equal length (ProblemError naming the fields)."""
+    p0, p1 = _vector(a, field_a), _vector(b, field_b)
+    if p0.size != p1.size:
+        raise ProblemError(f"{field_a} and {field_b} must have the same length, got {p0.size} and {p1.size}")
+    return p0, p1
 
 
 def joint_ptp(
@@ -137,12 +140,7 @@ def joint_ptp(
     The output path is sampled at ``n_check`` points (values and first derivative) and a
     non-finite value raises PathError.
     """
-    q0 = _vector(q_start, "reference.q_start")
-    q1 = _vector(q_end, "reference.q_end")
-    if q0.size != q1.size:
-        raise ProblemError(
-            f"reference.q_start and reference.q_end must have the same length, got {q0.size} and {q1.size}"
-        )
+    q0, q1 = _endpoints(q_start, q_end, "reference.q_start", "reference.q_end")
     d, rb, ra = _time_line(duration, rest_before, rest_after)
     law = get_time_law(time_law)
     jn = _names(joint_names, q0.size, "reference.joint_names", "q")

@@ -109,6 +109,8 @@ def plan(problem: Problem | str | Path, method: str | None = None, order: int | 
         say(f"solving the inverse dynamics: seed 000 variant {s.method.upper()}, BDF-{s.order}, h = {s.step * 1e3:g} ms")
         traj = solve_inverse_variant(model, reference, s.method.upper(), s.order, s.step, guess,
                                      engine="compiled" if compile else "vm", scaling_power=s.scaling_power)
+        if traj.stats.get("engine_fallback"):
+            say(f"note: {traj.stats['engine_fallback']}")
     elif s.method == "nlp":
         from ffopt.nlp.solve import plan_nlp
 

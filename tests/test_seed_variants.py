@@ -142,18 +142,30 @@ def test_e1_complete_variants_agree():
 
 
 @pytest.mark.slow
-def test_e12_dc_equals_dd_and_km_fails():
-    # E12 (strangeness index 2): DC and DD give the same torques; KM does not converge (seed 000
-    # sec. 7.4 and 8: "For the E12 model with strangeness index 2, no solution was found").
+def test_e12_dc_equals_dd_and_km_needs_least_squares_to_the_residual():
+    # E12 (strangeness index 2): DC and DD give the same torques. Seed 000 (sec. 7.4, 8): "For the
+    # E12 model with strangeness index 2, no solution was found" by KM. Reproduced with the
+    # fixed-iteration regularised Gauss-Newton march (it stalls where the motion starts); the same
+    # KM system iterated to its residual with SVD least squares does have the solution.
+    from ffopt.dae import km as km_module
+    from ffopt.dae.forms import build_inverse_dae
+
     p = load_problem(ROOT / "problems" / "e12_line.toml")
     g = p.reference_spec.joint_guess
     dd = solve_inverse_variant(p.model, p.reference, "DD", 6, 1e-3, g)
     dc = solve_inverse_variant(p.model, p.reference, "DC", 6, 1e-3, g)
     hi = solve_inverse_variant(p.model, p.reference, "HI", 6, 1e-3, g)
-    assert np.abs(dc.u - dd.u).max() / np.abs(dd.u).max() < 1e-6
-    assert np.abs(hi.u - dd.u).max() / np.abs(dd.u).max() < 5e-2  # I3 order loss at the motion start
-    with pytest.raises(SolverError, match="KM"):
-        solve_inverse_variant(p.model, p.reference, "KM", 6, 1e-3, g)
+    peak = np.abs(dd.u).max()
+    assert np.abs(dc.u - dd.u).max() / peak < 1e-6
+    assert np.abs(hi.u - dd.u).max() / peak < 5e-2  # I3 order loss at the motion start
+    dae = build_inverse_dae(p.model, p.reference, "I3")
+    x0 = dae.initial_state(dd.q[0])  # rest in static equilibrium
+    t, _, res, _, _ = km_module.solve_km(dae.F, x0, 1e-3, len(dd.t) - 1, 6, 2, 4, "compiled")
+    first_bad = np.flatnonzero(~np.isfinite(res) | (res > km_module.RESIDUAL_TOL))[0]
+    assert 0.02 <= t[first_bad] < 0.03  # the motion starts at 0.02 s
+    km = solve_inverse_variant(p.model, p.reference, "KM", 6, 1e-3, g)
+    assert km.stats["engine"] == "python" and "engine_fallback" in km.stats
+    assert np.abs(km.u - dd.u).max() / peak < 1e-4  # measured 2.6e-6 against I1
 
 
 def test_seed_variants_are_selectable_from_the_cli(tmp_path):
@@ -164,3 +176,15 @@ def test_seed_variants_are_selectable_from_the_cli(tmp_path):
                  "--quiet", "--no-plots"]) == 0
     s = json.loads((out / "summary.json").read_text())
     assert s["method"] == "KM-bdf6" and s["verification"]["tool_error"]["feedforward_pd"]["max_mm"] < 0.5
+
+
+def test_km_on_e12_falls_back_to_the_python_engine_and_matches_dd():
+    # The compiled KM march (4 regularised Gauss-Newton iterations per step) stalls on E12 where
+    # the motion starts (weighted residual ~4e-7); the Python engine (SVD least squares iterated
+    # to the residual) solves it. Measured at BDF-6, 3 ms: 1.8e-4 of the peak torque from I1.
+    p = load_problem(ROOT / "problems" / "e12_line.toml")
+    g = p.reference_spec.joint_guess
+    km = solve_inverse_variant(p.model, p.reference, "KM", 6, 3e-3, g, engine="compiled")
+    assert km.stats["engine"] == "python" and "residual" in km.stats["engine_fallback"]
+    i1 = solve_inverse_bdf(p.model, p.reference, 6, 3e-3, "I1", qa_guess=g)
+    assert np.abs(km.u - i1.u).max() < 1e-3 * np.abs(i1.u).max()

@@ -35,6 +35,7 @@ from ffopt.trajectory import Trajectory
 GN_ITERATIONS = 4
 REGULARIZATION = 1e-12  # rows are equilibrated to max |entry| = 1
 RESIDUAL_TOL = 1e-7  # on the equilibrated residual
+PYTHON_RESIDUAL_TOL = 1e-10  # Python engine: stop Gauss-Newton at this equilibrated residual
 
 
 def km_matrices(F: ca.Function, n: int, mu: int, d: int, t0: float, x0: np.ndarray):
@@ -117,8 +118,11 @@ def solve_km(F: ca.Function, x0: np.ndarray, h: float, n_steps: int, order: int,
         t_build = time.perf_counter() - tic
         tic = time.perf_counter()
         t = h * np.arange(n_steps + 1)
-        march = least_squares_march if engine == "scipy" else gauss_newton_march
-        Z = march(R, np.concatenate([x0, np.zeros((mu + 1) * n)]), n, t, order, h, counts=counts)
+        z0 = np.concatenate([x0, np.zeros((mu + 1) * n)])
+        if engine == "scipy":
+            Z = least_squares_march(R, z0, n, t, order, h, counts=counts)
+        else:
+            Z = gauss_newton_march(R, z0, n, t, order, h, counts=counts, residual_tol=PYTHON_RESIDUAL_TOL)
         return t, Z[:, :n], np.zeros(len(t)), t_build, time.perf_counter() - tic
     step = _km_step_function(F, n, mu, order, Z1, weights)
     if engine == "compiled":
@@ -166,9 +170,19 @@ def solve_inverse_km(model: FlexibleModel, reference, order: int = 6, step: floa
     rep = strangeness_index(dae.F, dae.n_x, 0.0, [x0])
     n_steps = int(round(reference.t_end / step))
     t_setup = time.perf_counter() - tic
-    counts = {}
+    counts, fallback = {}, None
     t, x, res, t_build, t_solve = solve_km(dae.F, x0, step, n_steps, order, rep.mu, rep.d, engine, counts)
     bad = np.flatnonzero(~np.isfinite(res) | (res > RESIDUAL_TOL))
+    if bad.size and engine in ("compiled", "vm"):
+        # The fixed-iteration regularised march (E12: stalls at ~4e-7 where the motion starts) is
+        # retried by the Python Gauss-Newton stepper (SVD least squares, iterated to the residual).
+        i = bad[0]
+        fallback = (f"{engine} march: weighted residual {res[i]:.3g} at t = {t[i]:.4g} after {GN_ITERATIONS} "
+                    "regularised Gauss-Newton iterations; solved by the Python engine instead")
+        engine = "python"
+        t, x, res, t_build2, t_solve = solve_km(dae.F, x0, step, n_steps, order, rep.mu, rep.d, engine, counts)
+        t_build += t_build2
+        bad = np.flatnonzero(~np.isfinite(res) | (res > RESIDUAL_TOL))
     if bad.size:
         i = bad[0]
         raise SolverError(f"KM (BDF-{order}, h = {step:g}) did not converge at t = {t[i]:.4g} (step {i}): "
@@ -180,7 +194,9 @@ def solve_inverse_km(model: FlexibleModel, reference, order: int = 6, step: floa
     nq = dae.nq
     traj = trajectory_from_states(model, reference, t, x, xdot[:, nq:2 * nq], method=f"KM-bdf{order}")
     traj.stats.update({"order": order, "step": step, "form": "KM", "mu": rep.mu, "d": rep.d, "a": rep.a,
-                       "n_steps": n_steps, "max_residual": float(res.max()), "gauss_newton_iterations": GN_ITERATIONS,
+                       "n_steps": n_steps, "max_residual": float(res.max()), "gauss_newton_iterations": GN_ITERATIONS if engine in ("compiled", "vm") else "to the residual",
                        "engine": engine, "time_setup_s": t_setup, "time_build_s": t_build, "time_solve_s": t_solve,
                        "n_unknowns": (rep.mu + 2) * dae.n_x, **counts})
+    if fallback:
+        traj.stats["engine_fallback"] = fallback
     return traj

@@ -126,9 +126,13 @@ def python_bdf(F: ca.Function, x0: np.ndarray, h: float, n_steps: int, order: in
 
 
 def gauss_newton_march(R: ca.Function, z0: np.ndarray, n_x: int, t: np.ndarray, order: int, h: float,
-                       tol: float = 1e-10, max_iter: int = 20, counts: dict | None = None) -> np.ndarray:
+                       tol: float = 1e-10, max_iter: int = 20, counts: dict | None = None,
+                       residual_tol: float | None = None) -> np.ndarray:
     """March R(z_i, t_i, sum_j alpha_j x_(i-j), 1/h) = 0; z_i[:n_x] is the BDF state, at rest before t0.
 
+    Stops a step when the Gauss-Newton update is below ``tol`` (relative) or, if given, when
+    max |R| <= ``residual_tol``: underdetermined systems (KM) need the latter, as their minimum-norm
+    updates in the non-unique directions are roundoff-driven and need not shrink.
     counts (optional dict) receives residual_evaluations (each with its exact Jacobian) and unknowns.
     """
     n_eval = 0
@@ -143,6 +147,8 @@ def gauss_newton_march(R: ca.Function, z0: np.ndarray, n_x: int, t: np.ndarray, 
             r, J = R(z, t[i], past, 1.0 / h)
             n_eval += 1
             r, J = np.asarray(r).ravel(), np.asarray(J)
+            if residual_tol is not None and np.abs(r).max() <= residual_tol:
+                break
             dz = np.linalg.lstsq(J, -r, rcond=None)[0]
             z += dz
             if not np.all(np.isfinite(z)):
@@ -276,7 +282,8 @@ def solve_inverse_variant(model: FlexibleModel, reference, variant: str, order: 
     else:
         traj = _solve_generic(model, reference, name, order, step, qa_guess, engine, scaling_power, prefer)
     traj.method = f"{name}-bdf{order}"
-    traj.stats.update({"variant": name, "engine": engine})
+    traj.stats["variant"] = name
+    traj.stats.setdefault("engine", engine)  # KM may report the engine it fell back to
     return traj
 
 

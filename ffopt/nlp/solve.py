@@ -36,22 +36,21 @@ def hessian_mode(s: NlpSettings, noncausal: bool) -> str:
 
 
 def solve_backend(backend: str, nlp, warm: bool, settings: NlpSettings, transcription=None):
-    if backend in ("auto", "casadi"):
-        from ffopt.nlp.backends.casadi_ipopt import solve, solve_auto
-
-        return (solve_auto if backend == "auto" else solve)(nlp, warm, settings.tol, settings.max_iter,
-                                                           settings.max_wall_time_s,
-                                                           square_by_newton=settings.square_by_newton)
-    elif backend == "cyipopt":
-        from ffopt.nlp.backends.cyipopt_backend import solve
-    elif backend == "pyomo":
+    s = settings
+    if backend == "pyomo":
         from ffopt.nlp.backends.pyomo_backend import solve_transcription
 
-        return solve_transcription(transcription, nlp, warm, settings.tol, settings.max_iter,
-                                   settings.max_wall_time_s)
-    else:
-        raise ProblemError(f"nlp.backend: must be one of {', '.join(BACKENDS)}; got {backend!r}")
-    return solve(nlp, warm, settings.tol, settings.max_iter, settings.max_wall_time_s)
+        return solve_transcription(transcription, nlp, warm, s.tol, s.max_iter, s.max_wall_time_s)
+    if backend == "cyipopt":
+        from ffopt.nlp.backends.cyipopt_backend import solve
+
+        return solve(nlp, warm, s.tol, s.max_iter, s.max_wall_time_s)
+    if backend in ("casadi", "auto"):
+        from ffopt.nlp.backends import casadi_ipopt
+
+        solve = casadi_ipopt.solve_auto if backend == "auto" else casadi_ipopt.solve
+        return solve(nlp, warm, s.tol, s.max_iter, s.max_wall_time_s, square_by_newton=s.square_by_newton)
+    raise ProblemError(f"nlp.backend: must be one of {', '.join(BACKENDS)}; got {backend!r}")
 
 
 def choose_strategy(model: FlexibleModel, reference, settings: NlpSettings, qa_guess=None) -> tuple[NlpSettings, dict]:

@@ -319,3 +319,32 @@ def test_idas_failure_names_the_time_interval(e12):
     with pytest.raises(SolverError, match=r"reaches t = 0\.0\d+ but not t = 0\.0\d+ .*rtol = 1e-12"):
         solve_inverse_idas(e12.model, e12.reference, 2e-3, rtol=1e-12, atol=1e-14,
                            qa_guess=e12.reference_spec.joint_guess)
+
+
+def _two_link_elastic_arm() -> dict:
+    """A user's planar 2-link arm, elastic gears in both joints, light damping (a case that failed)."""
+    def joint(name, origin, mass, com, inertia, k, d, jm):
+        return dict(name=name, kind="elastic_gear", axis=[0, 1, 0], origin=origin, mass=mass, com=[com, 0, 0],
+                    inertia_diag=[inertia] * 3, stiffness=k, damping=d, motor_inertia=jm)
+    return dict(name="two-link elastic arm", model=dict(
+        gravity=[0, 0, -9.81], outputs=["x", "z"], tool_origin=[0.679, 0, 0],
+        joints=[joint("j1", [0, 0, 0], 6.69, 0.452, 0.456, 372.2, 1.028, 0.3455),
+                joint("j2", [0.904, 0, 0], 9.03, 0.340, 0.347, 646.7, 0.874, 0.0910)]),
+        reference=dict(kind="line", start_mm=[-105.7, -1011.5], end_mm=[-277.0, -858.2], duration=0.767,
+                       joint_guess=[0.962, 1.771]))
+
+
+@pytest.mark.parametrize("form", ["I1", "I2"])
+def test_bdf6_survives_the_final_rest_of_a_two_link_elastic_arm(form):
+    """At rest the link velocities decay to ~1e-160; CasADi's sparse QR then returned NaN on the
+    well-conditioned Newton matrix (squares underflow) ~66 ms after the motion. Entries that small
+    are flushed to zero before the factorization (ffopt.dae.bdf._flush_tiny)."""
+    from ffopt.io.problem import problem_from_dict
+
+    problem = problem_from_dict(_two_link_elastic_arm())
+    traj = solve_inverse_bdf(problem.model, problem.reference, 6, 1e-3, form, None,
+                             problem.reference_spec.joint_guess)
+    assert np.all(np.isfinite(traj.u))
+    # at rest after the motion the torque holds the arm against gravity: constant to roundoff
+    rest = traj.t > problem.reference.t_motion_end + 0.1
+    assert np.ptp(traj.u[rest], axis=0).max() < 1e-6 * np.abs(traj.u).max()

@@ -71,9 +71,10 @@ BDF_ALPHA: dict[int, np.ndarray] = {
 
 _CFLAGS = ("-O2", "-shared", "-fPIC")
 _BACKWARD_ERROR_TOL = 1e-14  # residual relative to its row's terms: ~50 x machine epsilon
+FLUSH_RELATIVE = 1e-100  # Newton-matrix entries this small relative to their row are zeroed (_flush_tiny)
 _MEMORY_CACHE: OrderedDict[str, "_BdfFunctions"] = OrderedDict()
 _MEMORY_CACHE_SIZE = 32
-_CODE_VERSION = "bdf-5"  # bump when the generated step function changes
+_CODE_VERSION = "bdf-6"  # bump when the generated step function changes
 
 
 @dataclass
@@ -323,7 +324,7 @@ def _guarded_newton_iteration(F, order, tol) -> ca.Function:
     x, t, hist, c, _, res = _symbols(F, order)
     p = ca.vertcat(t, hist, c)
     g = c[1:] * res
-    J = ca.jacobian(g, x)
+    J = _flush_tiny(ca.jacobian(g, x))
     size = ca.mtimes(ca.fabs(J), 1 + ca.fabs(x))  # the size of each row's terms
     backward = ca.mmax(ca.fabs(g) / ca.fmax(size, 1e-300))
     small = ca.logic_or(ca.mmax(ca.fabs(g)) <= tol[0], backward <= _BACKWARD_ERROR_TOL)
@@ -342,6 +343,27 @@ def _guarded_newton_iteration(F, order, tol) -> ca.Function:
     iterate = ca.Function("bdf_iterate", [xm, pm], [xi, donei, ca.MX(1)])
     idle = ca.Function("bdf_idle", [xm, pm], [xm, ca.MX(1), ca.MX(0)])
     return ca.Function.if_else("bdf_newton_iteration", idle, iterate)
+
+
+def _flush_tiny(J):
+    """J with entries below FLUSH_RELATIVE x (their row's largest) set to exact zeros.
+
+    CasADi's sparse Householder QR squares the entries of a column to get its norm. Where the
+    solution is at rest, velocity-dependent entries (Coriolis terms, ~|v|) decay to 1e-160 and
+    below; their squares underflow, the reflector's 1/(s v0) overflows, and the QR returns NaN on a
+    perfectly conditioned matrix (a 2-link elastic arm, form I1, ~66 ms into the final rest). Such
+    entries are far below the roundoff of their row, so zeroing them leaves the Newton step
+    unchanged to machine precision; exact zeros take QR's sigma == 0 branch.
+    """
+    if not isinstance(J, ca.SX) or J.nnz() == 0:
+        return J
+    rows, _ = J.sparsity().get_triplet()
+    nz = [J.nz[k] for k in range(J.nnz())]
+    row_max = [ca.SX(0.0)] * J.size1()
+    for v, r in zip(nz, rows):
+        row_max[r] = ca.fmax(row_max[r], ca.fabs(v))
+    flushed = [ca.if_else(ca.fabs(v) <= FLUSH_RELATIVE * row_max[r], 0.0, v) for v, r in zip(nz, rows)]
+    return ca.SX(J.sparsity(), ca.vertcat(*flushed))
 
 
 # --- compilation and disk cache --------------------------------------------------------------

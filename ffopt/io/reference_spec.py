@@ -164,8 +164,8 @@ def parse_reference(v: Validator, raw: dict, outputs, chain: Chain) -> Reference
         if str(err).startswith(v.source):
             raise
         raise ProblemError(f"{v.source}: {err}") from None
-    duration, params, guess = parsed
-    if guess is None and r["joint_guess"] is not None:
+    duration, params, guess = parsed  # guess: the kind's default (a joint move's start pose)
+    if r["joint_guess"] is not None:
         guess = np.array(r["joint_guess"])
     if guess is not None and len(guess) != chain.n_joints:
         v.fail("reference.joint_guess", f"expected {chain.n_joints} link-side angles (one per joint, "

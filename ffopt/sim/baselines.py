@@ -260,20 +260,30 @@ def _refine(kin, reference, t, S, sig, rate, intervals, level) -> list[tuple[flo
 
 
 def _check_output_ranges(kin: _RigidKinematics, t, Y):
-    """Tool angles stay clear of gimbal lock (pitch) and of their branch cut (yaw, roll), and never jump."""
+    """Tool angles stay clear of gimbal lock (pitch) and of their branch cut (yaw, roll), and never jump.
+
+    Where pitch passes +-90 deg, yaw and roll flip by 180 deg at the same sample: pitch is named first.
+    """
+    events = []  # (sample, rank, output index, what)
     for j, name in enumerate(kin.model.outputs):
         rng = kin.model.output_range(name)
         if rng is None:
             continue
-        out = np.nonzero((Y[:, j] <= rng[0] + ANGLE_MARGIN) | (Y[:, j] >= rng[1] - ANGLE_MARGIN)
-                         | np.r_[False, np.abs(np.diff(Y[:, j])) > np.pi])[0]
-        if out.size:
-            i = out[0]
+        near = np.nonzero((Y[:, j] <= rng[0] + ANGLE_MARGIN) | (Y[:, j] >= rng[1] - ANGLE_MARGIN))[0]
+        jump = np.nonzero(np.abs(np.diff(Y[:, j])) > np.pi / 2)[0] + 1
+        if near.size:
             why = ("yaw/pitch/roll is singular at pitch = +-90 deg (gimbal lock)" if name == "pitch" else
                    f"{name} is measured on ({np.degrees(rng[0]):.6g}, {np.degrees(rng[1]):.6g}] deg and wraps at its ends")
-            raise PathError(f"reference: the tool angle {name} = {np.degrees(Y[i, j]):.4g} deg at {_at(kin, t[i], Y[i])} "
-                            f"comes within 1 deg of a representation singularity: {why}; turn the tool another "
-                            "way, split the motion, or rotate the world frame")
+            events.append((near[0], int(name != "pitch"), j, f"comes within 1 deg of a representation singularity: {why}"))
+        if jump.size:
+            i = jump[0]
+            events.append((i, 2, j, f"jumps by {np.degrees(Y[i, j] - Y[i - 1, j]):.4g} deg between samples (yaw and "
+                                    "roll flip where pitch passes +-90 deg, or the angle wraps)"))
+    if events:
+        i, _, j, what = min(events, key=lambda e: e[:2])
+        raise PathError(f"reference: the tool angle {kin.model.outputs[j]} = {np.degrees(Y[i, j]):.4g} deg at "
+                        f"{_at(kin, t[i], Y[i])} {what}; turn the tool another way, split the motion, or rotate "
+                        "the world frame")
 
 
 # ------------------------------------------------------------------------------------ messages

@@ -160,7 +160,16 @@ def rigid_inverse_kinematics(model: FlexibleModel, reference, t, guess=None) -> 
     joints below SINGULARITY_TOL x reach), jumps to another IK branch, or takes a tool angle
     through gimbal lock or its branch cut.
     """
-    return _check_path(_RigidKinematics(model), reference, np.asarray(t, float).ravel(), guess)[0]
+    return _check_path(_kinematics(model), reference, np.asarray(t, float).ravel(), guess)[0]
+
+
+def _kinematics(model: FlexibleModel) -> _RigidKinematics:
+    """The model's rigid-kinematics functions, built once per model (path check, then verification)."""
+    kin = getattr(model, "_ffopt_rigid_kinematics", None)
+    if kin is None:
+        kin = _RigidKinematics(model)
+        model._ffopt_rigid_kinematics = kin
+    return kin
 
 
 def _check_path(kin: _RigidKinematics, reference, t: np.ndarray, guess):
@@ -218,12 +227,19 @@ def _converged(kin, s, y) -> bool:
 def _singularities(kin: _RigidKinematics, reference, t, Y, S) -> list[tuple[float, str]]:
     """The first sample, or refined point between samples, where sigma_min < the threshold."""
     sig = kin.sigma_min(S)
-    bad = np.nonzero(~(sig >= kin.singular_below))[0]
-    if bad.size:
-        i = bad[0]
-        return [(t[i], _singular_message(kin, t[i], Y[i], S[i], sig[i]))]
+    first = _first_singular(kin, t, Y, S, sig)
+    if first:
+        return first
     rate = kin.rate(S, np.asarray(reference.evaluate(t, 1)))
     return _refine(kin, reference, t, S, sig, rate, np.ones(len(t) - 1, bool), level=0)
+
+
+def _first_singular(kin, t, Y, S, sig) -> list[tuple[float, str]]:
+    bad = np.nonzero(~(sig >= kin.singular_below))[0]  # NaN counts as singular
+    if bad.size == 0:
+        return []
+    i = bad[0]
+    return [(t[i], _singular_message(kin, t[i], Y[i], S[i], sig[i]))]
 
 
 def _refine(kin, reference, t, S, sig, rate, intervals, level) -> list[tuple[float, str]]:
@@ -244,10 +260,9 @@ def _refine(kin, reference, t, S, sig, rate, intervals, level) -> list[tuple[flo
     St = kin.solve_many(start, Yt)
     St = np.where(np.isfinite(St), St, start)
     sig_t = kin.sigma_min(St)
-    bad = np.nonzero(~(sig_t >= kin.singular_below))[0]
-    if bad.size:
-        i = bad[0]
-        return [(tt[i], _singular_message(kin, tt[i], Yt[i], St[i], sig_t[i]))]
+    first = _first_singular(kin, tt, Yt, St, sig_t)
+    if first:
+        return first
     rate_t = kin.rate(St, np.asarray(reference.evaluate(tt, 1)))
     # next level: each suspect interval as its end points with the new samples between them
     m = REFINE_POINTS + 2
@@ -343,7 +358,7 @@ def rigid_feedforward(model: FlexibleModel, reference, t, guess=None) -> RigidMo
     at 0, so their spring torque and motion are ignored) and the motor references qm = actuated
     link angles.
     """
-    kin = _RigidKinematics(model)
+    kin = _kinematics(model)
     t = np.asarray(t, float).ravel()
     qa, S = _check_path(kin, reference, t, guess)
     J = kin.batch(kin.jac, S)[0]

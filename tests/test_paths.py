@@ -1,6 +1,5 @@
 """Path kinds (line, polyline, arc, joint_ptp, tool orientation): geometry, smoothness, problem-file schema."""
 
-import copy
 import math
 import tomllib
 from pathlib import Path
@@ -10,10 +9,10 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
-from ffopt.errors import PathError, ProblemError
+from ffopt.errors import ProblemError
 from ffopt.io.problem import load_problem, problem_from_dict
 from ffopt.models.rigid_body import tool_rotation
-from ffopt.reference import TIME_LAWS, arc, circle_through, joint_ptp, line, polyline, time_law_peak
+from ffopt.reference import TIME_LAWS, arc, circle_through, joint_ptp, polyline, time_law_peak
 
 ROOT = Path(__file__).resolve().parents[1]
 PROBLEMS = ROOT / "problems"
@@ -31,7 +30,7 @@ def with_reference(name: str, **reference) -> dict:
 
 def relative_jumps(ref, k: int) -> np.ndarray:
     """Largest jump of d^i theta/dt^i (i = 0..k) over all breakpoints, relative to max |d^i theta/dt^i|."""
-    ts = np.linspace(0.0, ref.t_end, 4001)
+    ts = np.linspace(0.0, ref.t_end, 1001)
     scale = np.array([max(np.abs(ref.evaluate(ts, i)).max(), 1e-300) for i in range(k + 1)])
     return ref.breakpoint_jumps(k).max(axis=1) / scale
 
@@ -188,7 +187,7 @@ def test_joint_ptp_to_tool_outputs_maps_through_rigid_kinematics_with_passive_jo
     p = problem_from_dict(d)
     ts = np.linspace(0, p.reference.t_end, 50)
     q = np.array(p.reference.joint_function(0).map(ts.size)(ts.reshape(1, -1))).T
-    s1, s12 = q[:, 0], q[:, 0] + q[:, 1]  # passive q3 = 0: seed kinematics with l3 along link 2
+    s1, s12 = q[:, 0], q[:, 0] + q[:, 1]  # passive q3 = 0: E12 kinematics (Moberg & Hanssen) with l3 along link 2
     x = np.cos(s1) + np.cos(s12) + 0.2 * np.cos(s12)
     z = -np.sin(s1) - np.sin(s12) - 0.2 * np.sin(s12)
     np.testing.assert_allclose(p.reference.evaluate(ts), np.column_stack([x, z]), atol=1e-14)
@@ -345,3 +344,31 @@ def test_shipped_path_examples_plan_and_verify(name):
     # measured (BDF-6, 1 ms, I1): 0.0013 / 0.017 / 0.0018 / 0.0009 mm with the motor PD
     assert c["feedforward_pd"].max_mm < 0.05
     assert c["rigid_feedforward_pd"].max_mm > 100 * c["feedforward_pd"].max_mm
+
+
+def test_arc_with_tool_angles_keeps_the_output_order():
+    d = problem_dict("arm6_orientation.toml")
+    d["model"]["outputs"] = ["yaw", "x", "y", "z", "roll", "pitch"]
+    d["reference"] = dict(kind="arc", start_mm=[940.0, 270.0, 600.0], center_mm=[940.0, 0.0, 600.0],
+                          normal=[1.0, 0.0, 0.0], angle_deg=-60.0, duration=0.8,
+                          orientation_start_deg=[10.0, 15.0, 0.0], orientation_end_deg=[-5.0, 20.0, -10.0],
+                          joint_guess=[0.3, -0.8, 1.4, 0.2, -0.6, 0.1])
+    p = problem_from_dict(d)
+    r = p.reference
+    y0, y1 = r.evaluate(0.0)[0], r.evaluate(r.t_end)[0]
+    np.testing.assert_allclose(np.degrees(y0[[0, 4, 5]]), [10.0, 15.0, 0.0], atol=1e-12)
+    np.testing.assert_allclose(np.degrees(y1[[0, 4, 5]]), [-5.0, 20.0, -10.0], atol=1e-12)
+    np.testing.assert_allclose(1000 * y0[1:4], [940.0, 270.0, 600.0], atol=1e-9)
+    # -60 deg about +x from (0, 270, 0) relative to the centre: (0, 270 cos 60, -270 sin 60)
+    np.testing.assert_allclose(1000 * y1[1:4], [940.0, 135.0, 600.0 - 270.0 * math.sin(math.radians(60))], atol=1e-9)
+    assert p.model.angle_centres == pytest.approx({"yaw": math.radians(2.5), "roll": math.radians(17.5)})
+
+
+def test_joint_move_to_tool_angles_centres_their_branch_on_the_start_pose():
+    d = problem_dict("arm6_orientation.toml")
+    d["reference"] = dict(kind="joint_ptp", q_start_deg=[10.0, -40.0, 80.0, 0.0, -20.0, 175.0],
+                          q_end_deg=[20.0, -45.0, 85.0, 0.0, -30.0, 200.0], duration=1.0)
+    p = problem_from_dict(d)
+    y = p.reference.evaluate(np.linspace(0.0, p.reference.t_end, 200))
+    assert np.degrees(y[-1, 5]) == pytest.approx(200.0, abs=1e-9)  # roll passes 180 deg without wrapping
+    assert np.abs(np.diff(y[:, 3:], axis=0)).max() < 0.1

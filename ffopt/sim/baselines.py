@@ -30,7 +30,7 @@ SINGULARITY_TOL = 1e-3
 # Largest joint-angle change between two samples of the path check before we call it a jump
 # to another IK branch (the path passes a singularity between the samples).
 MAX_JOINT_STEP = 0.5  # rad
-NEWTON_STEPS = 4  # Newton iterations per sample of the continuation (compiled into one function)
+NEWTON_STEPS = 4  # Newton iterations per sample of the continuation (unrolled into one CasADi function)
 IK_TOL = 1e-9  # residual of the rigid inverse kinematics (m or rad)
 ANGLE_MARGIN = np.radians(1.0)  # distance kept from gimbal lock and from a branch cut of a tool angle
 # Between two samples sigma_min can dip below both: its slope is at most |dJ/dt| (Weyl), so an
@@ -154,7 +154,7 @@ def rigid_inverse_kinematics(model: FlexibleModel, reference, t, guess=None) -> 
 
     Passive joints are held at their rest angle 0 and gears are stiff, so the actuated angles
     solve Gamma(qa) = theta(t): Newton continued along t from ``guess`` (full link vector), all
-    samples in one compiled CasADi march. Raises PathError naming the time, the joint configuration
+    samples in one CasADi mapaccum call, singular values batched in NumPy. Raises PathError naming the time, the joint configuration
     and the tool point where the path leaves the workspace, passes through (or between two samples
     dips into) a singularity (the smallest singular value of the Jacobian w.r.t. the actuated
     joints below SINGULARITY_TOL x reach), jumps to another IK branch, or takes a tool angle
@@ -173,7 +173,7 @@ def _kinematics(model: FlexibleModel) -> _RigidKinematics:
 
 
 def _check_path(kin: _RigidKinematics, reference, t: np.ndarray, guess):
-    """qa on t and the joint velocities ds/dt of the actuated joints (both checked)."""
+    """qa (n, n_link) on t and the actuated angles S (n, n_u), or PathError for the earliest problem."""
     Y = np.asarray(reference.evaluate(t))
     _check_output_ranges(kin, t, Y)
     s0 = np.zeros(kin.n) if guess is None else np.asarray(guess, float)[kin.act]
@@ -199,7 +199,7 @@ def _check_path(kin: _RigidKinematics, reference, t: np.ndarray, guess):
 
 
 def _continuation(kin: _RigidKinematics, s0: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, int | None]:
-    """Solutions on all samples (compiled march; a robust Newton restart where it falls behind).
+    """Solutions on all samples (one mapaccum march; a longer Newton restart where it falls behind).
 
     Returns S and the index of the first sample without a solution (None if all converged).
     """

@@ -8,6 +8,7 @@ inside ffopt is SI. See ``problems/*.toml`` for complete, commented examples.
 
 from __future__ import annotations
 
+import difflib
 import tomllib
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -16,12 +17,12 @@ from pathlib import Path
 import numpy as np
 
 from ffopt.errors import ProblemError
+from ffopt.io.reference_spec import ReferenceSpec, parse_reference
 from ffopt.io.schema import Field, Validator, non_negative, positive
 from ffopt.models.chain import JOINT_KINDS, Body, Chain, Joint
-from ffopt.models.flexible import AXES, FlexibleModel
+from ffopt.models.flexible import AXES, ORIENTATION, FlexibleModel
 from ffopt.nlp import settings as nlp_settings
 
-TIME_LAWS = ("poly11", "hermite9", "quintic")
 BDF_FORMS = ("I3", "I2", "I1")
 METHODS = ("bdf", "nlp", "hi", "dd", "dd43", "dd44", "dd48", "dd49", "km", "dc")  # hi..dc: seed 000 family
 
@@ -44,21 +45,11 @@ JOINT_SCHEMA = {
 
 MODEL_SCHEMA = {
     "gravity": Field("vector", default=[0.0, 0.0, 0.0], length=3),
-    "outputs": Field("str_list", doc="controlled tool coordinates, e.g. ['x', 'z']"),
+    "outputs": Field("str_list", doc="controlled outputs: tool coordinates x, y, z, tool-frame angles yaw, "
+                                     "pitch, roll, and actuated joint names (link-side angles); default x, y, z"),
     "tool_origin": Field("vector", required=True, length=3),
     "constant_inertia": Field("matrix"),
     "joints": Field("tables", required=True, schema=JOINT_SCHEMA),
-}
-
-REFERENCE_SCHEMA = {
-    "kind": Field("str", required=True, choices=("line",)),
-    "start_mm": Field("vector", required=True),
-    "end_mm": Field("vector", required=True),
-    "duration": Field("float", required=True, check=positive),
-    "time_law": Field("str", default="poly11", choices=TIME_LAWS),
-    "rest_before": Field("float", default=0.05, check=non_negative),
-    "rest_after": Field("float", default=0.3, check=non_negative),
-    "joint_guess": Field("vector", doc="link-side joint angles near the start (picks the branch)"),
 }
 
 SOLVER_SCHEMA = {
@@ -104,7 +95,7 @@ TOP_SCHEMA = {
     "name": Field("str", required=True),
     "description": Field("str", default=""),
     "model": Field("table", required=True, schema=MODEL_SCHEMA),
-    "reference": Field("table", required=True, schema=REFERENCE_SCHEMA),
+    "reference": Field("raw_table", required=True, doc="the path; schema per kind in ffopt.io.reference_spec"),
     "solver": Field("table", default=None, schema=SOLVER_SCHEMA),
     "verification": Field("table", default=None, schema=VERIFICATION_SCHEMA),
     "nlp": Field("table", default=None, schema=NLP_SCHEMA),
@@ -114,24 +105,12 @@ TOP_SCHEMA = {
 class _ProblemValidator(Validator):
     def value(self, x, field, where):
         if field.kind == "str_list":
-            if not isinstance(x, list) or not all(isinstance(c, str) and c in AXES for c in x) or not x:
-                self.fail(where, f"expected a list of tool axes from {list(AXES)}, got {x!r}")
+            if not isinstance(x, list) or not x or not all(isinstance(c, str) and c for c in x):
+                self.fail(where, f"expected a non-empty list of names, got {x!r}")
             if len(set(x)) != len(x):
-                self.fail(where, f"repeated axis in {x!r}")
+                self.fail(where, f"repeated output in {x!r}")
             return list(x)
         return super().value(x, field, where)
-
-
-@dataclass(frozen=True)
-class ReferenceSpec:
-    kind: str
-    start: np.ndarray  # SI (m)
-    end: np.ndarray
-    duration: float
-    time_law: str
-    rest_before: float
-    rest_after: float
-    joint_guess: np.ndarray | None
 
 
 @dataclass(frozen=True)
@@ -166,15 +145,16 @@ class Problem:
 
     @cached_property
     def model(self) -> FlexibleModel:
-        return FlexibleModel(self.chain, self.outputs, self.name)
+        from ffopt.reference.build import angle_centres
+
+        return FlexibleModel(self.chain, self.outputs, self.name, angle_centres(self.reference_spec, self.chain,
+                                                                                 self.outputs))
 
     @cached_property
     def reference(self):
-        from ffopt.reference import line
+        from ffopt.reference.build import reference_from_spec
 
-        spec = self.reference_spec
-        return line(spec.start, spec.end, spec.duration, time_law=spec.time_law,
-                    rest_before=spec.rest_before, rest_after=spec.rest_after, names=list(self.outputs))
+        return reference_from_spec(self.reference_spec, self.model)
 
     def with_solver(self, **changes) -> "Problem":
         return replace(self, solver=replace(self.solver, **{k: v for k, v in changes.items() if v is not None}))
@@ -203,11 +183,8 @@ def problem_from_dict(data: dict, source: str = "<memory>") -> Problem:
     d = v.table(data, TOP_SCHEMA, "")
     chain = _build_chain(v, d["model"])
     outputs = tuple(d["model"]["outputs"] or ("x", "y", "z"))
-    n_act = len(chain.actuated)
-    if len(outputs) != n_act:
-        v.fail("model.outputs", f"{len(outputs)} controlled outputs {list(outputs)} but {n_act} actuated "
-               "joints: the inverse model needs as many outputs as inputs")
-    ref = _reference_spec(v, d["reference"], len(outputs), chain.n_joints)
+    _check_outputs(v, outputs, chain)
+    ref = parse_reference(v, d["reference"], outputs, chain)
     solver = SolverSettings(**d["solver"]) if d["solver"] else SolverSettings()
     ver = d["verification"]
     verification = VerificationSettings(**{**ver, "payload_scales": tuple(ver["payload_scales"])}) if ver \
@@ -277,15 +254,22 @@ def _check_joint_physics(v: Validator, joint: Joint, where: str):
         v.fail(f"{where}.motor_inertia", "an elastic_gear joint needs motor_inertia > 0")
 
 
-def _reference_spec(v: Validator, r: dict, n_out: int, n_joints: int) -> ReferenceSpec:
-    for key in ("start_mm", "end_mm"):
-        if len(r[key]) != n_out:
-            v.fail(f"reference.{key}", f"expected {n_out} values (one per controlled output), got {len(r[key])}")
-    guess = r["joint_guess"]
-    if guess is not None and len(guess) != n_joints:
-        v.fail("reference.joint_guess", f"expected {n_joints} link-side angles, got {len(guess)}")
-    return ReferenceSpec(
-        kind=r["kind"], start=np.array(r["start_mm"]) / 1000.0, end=np.array(r["end_mm"]) / 1000.0,
-        duration=r["duration"], time_law=r["time_law"], rest_before=r["rest_before"],
-        rest_after=r["rest_after"], joint_guess=None if guess is None else np.array(guess),
-    )
+def _check_outputs(v: Validator, outputs: tuple[str, ...], chain: Chain):
+    """Each output is a tool axis, an orientation angle or an actuated joint; as many as inputs."""
+    joints = {j.name: j for j in chain.joints}
+    valid = [*AXES, *ORIENTATION, *(j.name for j in chain.joints if j.kind != "passive")]
+    for o in outputs:
+        if o in joints and (o in AXES or o in ORIENTATION):
+            v.fail("model.outputs", f"{o!r} is both a tool output and a joint name; rename the joint")
+        if o in joints and joints[o].kind == "passive":
+            v.fail("model.outputs", f"{o!r} is a passive joint: joint outputs name actuated joints (the path check "
+                   "holds passive joints at rest)")
+        if o not in valid:
+            close = difflib.get_close_matches(o, valid, n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            v.fail("model.outputs", f"unknown output {o!r}{hint}: use tool axes x, y, z, tool angles yaw, pitch, "
+                   f"roll or actuated joint names ({', '.join(valid[6:])})")
+    n_act = len(chain.actuated)
+    if len(outputs) != n_act:
+        v.fail("model.outputs", f"{len(outputs)} controlled outputs {list(outputs)} but {n_act} actuated "
+               "joints: the inverse model needs as many outputs as inputs")

@@ -13,7 +13,8 @@ from ffopt.errors import ProblemError
 
 @dataclass(frozen=True)
 class Field:
-    kind: str  # "float", "int", "str", "bool", "vector", "matrix", "table", "tables", "floats"
+    kind: str  # "float", "int", "str", "bool", "vector", "matrix", "table", "tables", "floats",
+    #            "number_or_vector" (a number, or an array of numbers), "raw_table" (checked by the caller)
     required: bool = False
     default: Any = None
     length: int | None = None  # for vectors
@@ -80,6 +81,11 @@ class Validator:
                 self.fail(where, f"expected true or false, got {x!r}")
         elif kind in ("vector", "floats"):
             x = self.vector(x, where, field.length)
+        elif kind == "number_or_vector":
+            x = float(x) if _is_number(x) and math.isfinite(x) else self.vector(x, where, field.length)
+        elif kind == "raw_table":
+            if not isinstance(x, dict):
+                self.fail(where, f"expected a table, got {type(x).__name__}")
         elif kind == "matrix":
             x = self.matrix(x, where)
         elif kind == "table":

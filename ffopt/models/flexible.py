@@ -26,7 +26,14 @@ import numpy as np
 from ffopt.models import rigid_body
 from ffopt.models.chain import Chain
 
-AXES = {"x": 0, "y": 1, "z": 2}
+AXES = {"x": 0, "y": 1, "z": 2}  # tool-point coordinates (world frame, m)
+# Tool-frame orientation (the frame of the last body) as Z-Y-X Tait-Bryan angles, R = Rz(yaw) Ry(pitch)
+# Rx(roll), the yaw/pitch/roll (A/B/C) convention of industrial robot controllers. pitch lies in
+# (-pi/2, pi/2); at +-pi/2 (gimbal lock) yaw and roll are undefined. yaw and roll are measured on
+# the branch (centre - pi, centre + pi] with a centre per angle (default 0), so a path through
+# roll = 180 deg stays continuous when its centre is 180 deg.
+ORIENTATION = ("yaw", "pitch", "roll")
+PITCH_RANGE = (-np.pi / 2, np.pi / 2)
 COULOMB_SMOOTHING = 1e-3  # rad/s, width of tanh() in the Coulomb friction model
 
 
@@ -69,10 +76,20 @@ class Layout:
 class FlexibleModel:
     """Symbolic model of one flexible robot: functions of (q, v, a, u) and tool outputs."""
 
-    def __init__(self, chain: Chain, outputs: tuple[str, ...] = ("x", "y", "z"), name: str = "robot"):
+    def __init__(self, chain: Chain, outputs: tuple[str, ...] = ("x", "y", "z"), name: str = "robot",
+                 angle_centres: dict[str, float] | None = None):
+        """``outputs``: tool coordinates "x", "y", "z", tool-frame angles "yaw", "pitch", "roll" (see
+        ORIENTATION) and link-side joint angles by joint name, in any order. ``angle_centres``: branch
+        centre (rad) of "yaw" and "roll" (default 0: the range (-pi, pi])."""
         self.chain = chain
         self.name = name
         self.outputs = tuple(outputs)
+        self.angle_centres = {k: float(v) for k, v in (angle_centres or {}).items()}
+        joint_names = [j.name for j in chain.joints]
+        for o in self.outputs:
+            if o not in AXES and o not in ORIENTATION and o not in joint_names:
+                raise ValueError(f"output {o!r} is neither a tool axis {list(AXES)}, an orientation angle "
+                                 f"{list(ORIENTATION)} nor a joint name {joint_names}")
         self.layout = Layout(
             n_link=chain.n_joints,
             gear=tuple(chain.indices("elastic_gear")),
@@ -215,11 +232,46 @@ class FlexibleModel:
 
     @cached_property
     def output(self) -> ca.Function:
-        """qa -> controlled tool outputs Gamma(qa) (seed 000 eq. 2), e.g. [x, z]."""
+        """qa -> controlled outputs Gamma(qa) (seed 000 eq. 2), e.g. [x, z] or [x, y, z, yaw, pitch, roll]."""
         qa = self.q[: self.layout.n_link]
         p = rigid_body.tool_position(self.chain, qa)
-        y = ca.vertcat(*[p[AXES[c]] for c in self.outputs])
-        return ca.Function("output", [qa], [y], ["qa"], ["y"])
+        R = rigid_body.tool_rotation(self.chain, qa)
+        names = [j.name for j in self.chain.joints]
+        y = []
+        for o in self.outputs:
+            if o in AXES:
+                y.append(p[AXES[o]])
+            elif o in ORIENTATION:
+                y.append(self._euler_angle(R, o))
+            else:
+                y.append(qa[names.index(o)])
+        return ca.Function("output", [qa], [ca.vertcat(*y)], ["qa"], ["y"])
+
+    def _euler_angle(self, R, which: str):
+        """yaw, pitch or roll of R = Rz(yaw) Ry(pitch) Rx(roll), yaw/roll on their branch around the centre.
+
+        With c = cos(pitch) > 0: (R10, R00) = c (sin yaw, cos yaw), (R21, R22) = c (sin roll, cos roll);
+        rotating that vector by -centre before atan2 moves the branch cut to centre + pi.
+        """
+        if which == "pitch":
+            return ca.atan2(-R[2, 0], ca.sqrt(R[2, 1] ** 2 + R[2, 2] ** 2))
+        sn, cs = (R[1, 0], R[0, 0]) if which == "yaw" else (R[2, 1], R[2, 2])
+        c = self.angle_centres.get(which, 0.0)
+        return c + ca.atan2(sn * np.cos(c) - cs * np.sin(c), cs * np.cos(c) + sn * np.sin(c))
+
+    @property
+    def output_units(self) -> tuple[str, ...]:
+        """"m" for tool coordinates, "rad" for orientation and joint angles."""
+        return tuple("m" if o in AXES else "rad" for o in self.outputs)
+
+    def output_range(self, name: str) -> tuple[float, float] | None:
+        """Open interval an output can take (orientation angles), None if unbounded."""
+        if name == "pitch":
+            return PITCH_RANGE
+        if name in ("yaw", "roll"):
+            c = self.angle_centres.get(name, 0.0)
+            return (c - np.pi, c + np.pi)
+        return None
 
     @cached_property
     def gear_torque(self) -> ca.Function:
@@ -235,4 +287,4 @@ class FlexibleModel:
 
     def variant(self, chain: Chain) -> "FlexibleModel":
         """The same kind of model on a modified chain (payload mismatch etc.)."""
-        return FlexibleModel(chain, self.outputs, self.name)
+        return FlexibleModel(chain, self.outputs, self.name, self.angle_centres)

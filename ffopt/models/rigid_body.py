@@ -44,6 +44,11 @@ def tool_position(chain: Chain, q: ca.SX) -> ca.SX:
     return p + R @ ca.DM(chain.tool_origin)
 
 
+def tool_rotation(chain: Chain, q: ca.SX) -> ca.SX:
+    """World rotation (3, 3) of the tool frame, which is the frame of the last body."""
+    return body_poses(chain, q)[-1][0]
+
+
 def inverse_dynamics(chain: Chain, q: ca.SX, dq: ca.SX, ddq: ca.SX) -> ca.SX:
     """Joint torques tau = M(q) ddq + c(q, dq) + g(q), shape (n, 1).
 

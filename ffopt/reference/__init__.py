@@ -6,9 +6,20 @@
     ref.expression(t_mx, 2)  # embed into a solver's own residual
     ref.evaluate(ts, 1)      # numpy (len(ts), n_out)
     ref.check_smoothness(5)  # ~0 for poly11
+    polyline([[0, 0], [1, 0], [1, 1]], durations=[1.0, 1.0], blends=0.3)   # rounded corner
+    arc(center=[0, 0], start=[1, 0], angle=np.pi / 2, duration=1.0)        # quarter circle
 """
 
-from ffopt.reference.paths import joint_ptp, line
+from ffopt.reference.paths import (
+    arc,
+    circle_through,
+    duration_for_limits,
+    duration_for_speed,
+    joint_ptp,
+    line,
+    polyline,
+    time_law_peak,
+)
 from ffopt.reference.reference import Reference
 from ffopt.reference.time_laws import (
     TIME_LAWS,
@@ -27,7 +38,13 @@ quintic = TIME_LAWS["quintic"]
 __all__ = [
     "Reference",
     "line",
+    "polyline",
+    "arc",
+    "circle_through",
     "joint_ptp",
+    "time_law_peak",
+    "duration_for_speed",
+    "duration_for_limits",
     "TimeLaw",
     "TIME_LAWS",
     "get_time_law",

@@ -1,11 +1,19 @@
-"""Constructors of references: straight lines in output space, joint-space point-to-point moves.
+"""Constructors of references: lines, polylines with blends, circular arcs, joint-space moves.
 
-Time line (both constructors): rest for ``rest_before`` s, motion for ``duration`` s, rest for
-``rest_after`` s; t_end = rest_before + duration + rest_after. With s the time law,
+Time line: rest for ``rest_before`` s, motion, rest for ``rest_after`` s. With s the rest-to-rest
+time law and S(t; t0, T) = s(clamp((t - t0) / T, 0, 1)) one rest-to-rest move on [t0, t0 + T],
 
-    line:       theta(t) = start + (end - start) s((t - rest_before) / duration)
-    joint_ptp:  q(t) = q_start + (q_end - q_start) s((t - rest_before) / duration),
+    line:       theta(t) = start + (end - start) S(t; rest_before, duration)
+    polyline:   theta(t) = P_0 + sum_i (P_i+1 - P_i) S(t; t_i, T_i),  t_i+1 = t_i + T_i - blend_i
+                (overlapping rest-to-rest moves: as smooth as s everywhere; with blend_i = 0 the
+                path stops exactly at P_i+1, with blend_i > 0 it rounds the corner near P_i+1)
+    arc:        theta(t) = C + cos(phi(t)) u + sin(phi(t)) (n x u),  phi(t) = angle S(t; rest_before, duration)
+    joint_ptp:  q_j(t) = q_start_j + (q_end_j - q_start_j) S(t; rest_before, T_j),
                 theta(t) = forward_kinematics(q(t))
+
+Each is C^n wherever the time law is (n = law.n_zero_derivs: 5 for poly11), across the rest
+junctions and every segment/blend boundary (``Reference.breakpoint_jumps``). Extra output
+components (orientation angles) can ride along an arc, moved by the same S.
 """
 
 from __future__ import annotations
@@ -20,7 +28,8 @@ from ffopt.errors import PathError, ProblemError
 from ffopt.reference.reference import Reference, _apply
 from ffopt.reference.time_laws import TimeLaw, get_time_law
 
-__all__ = ["line", "joint_ptp"]
+__all__ = ["line", "polyline", "arc", "circle_through", "arc_frame", "check_blends", "joint_ptp", "time_law_peak",
+           "duration_for_speed", "duration_for_limits"]
 
 
 def _real(value, field: str) -> float:
@@ -83,9 +92,32 @@ def _time_line(duration, rest_before, rest_after):
     return d, rb, ra
 
 
+def time_law_peak(law: TimeLaw, order: int) -> float:
+    """max over tau in [0, 1] of |d^order s / dtau^order| (e.g. 1.875 for the quintic's speed)."""
+    tau = np.linspace(0.0, 1.0, 20001)
+    return float(np.abs(law(tau, order)).max())
+
+
+def duration_for_speed(law: TimeLaw, length: float, speed: float) -> float:
+    """Duration of a rest-to-rest move of ``length`` whose peak speed is ``speed``."""
+    return time_law_peak(law, 1) * length / speed
+
+
+def duration_for_limits(law: TimeLaw, distance: float, speed_max: float, acceleration_max: float) -> float:
+    """Shortest rest-to-rest move over ``distance`` within the speed and acceleration limits."""
+    d = abs(distance)
+    return max(time_law_peak(law, 1) * d / speed_max, math.sqrt(time_law_peak(law, 2) * d / acceleration_max))
+
+
+def _move(t, law: TimeLaw, t0: float, T: float):
+    """S(t; t0, T) = s(clamp((t - t0) / T, 0, 1)): a rest-to-rest move on [t0, t0 + T]."""
+    tau = (t - t0) / T
+    return law.expression(ca.if_else(tau < 0, 0, ca.if_else(tau > 1, 1, tau)))
+
+
 def _straight(start: np.ndarray, end: np.ndarray, law: TimeLaw, rb: float, d: float):
     t = ca.SX.sym("t")
-    s = law.expression((t - rb) / d)
+    s = law.expression((t - rb) / d)  # the Reference clamps t to the motion interval
     motion = ca.DM(start) + ca.DM(end - start) * s
     return t, motion
 
@@ -121,10 +153,153 @@ def _endpoints(a, b, field_a: str, field_b: str) -> tuple[np.ndarray, np.ndarray
     return p0, p1
 
 
+def _per_segment(value, n: int, field: str, check) -> np.ndarray:
+    arr = _vector(value, field)
+    if arr.size == 1:
+        arr = np.full(n, arr[0])
+    if arr.size != n:
+        raise ProblemError(f"{field} must be one number or {n} numbers, got {arr.size}")
+    for x in arr:
+        check(x, field)
+    return arr
+
+
+def polyline(
+    points,
+    durations,
+    blends=0.0,
+    time_law: str | TimeLaw = "poly11",
+    rest_before: float = 0.0,
+    rest_after: float = 0.0,
+    names: Sequence[str] | None = None,
+) -> Reference:
+    """Path through ``points`` (n x m, n >= 2) as overlapping rest-to-rest moves, one per segment.
+
+    ``durations``: one per segment (or one for all). ``blends``: overlap in s at each of the n - 2
+    via points (or one for all): segment i+1 starts ``blends[i]`` before segment i ends. 0 stops
+    exactly at the via point; a blend may take at most half of each adjacent segment, so only
+    neighbouring segments overlap and the path passes near every via point.
+    """
+    P = np.asarray(points, dtype=float) if not isinstance(points, str) else np.array([])
+    if P.ndim != 2 or P.shape[0] < 2 or P.shape[1] < 1 or not np.all(np.isfinite(P)):
+        raise ProblemError(f"reference.points must be at least 2 points of finite numbers, got shape {P.shape}")
+    n_seg = P.shape[0] - 1
+    T = _per_segment(durations, n_seg, "reference.durations", _positive)
+    b = _per_segment(blends, n_seg - 1, "reference.blend", _nonnegative) if n_seg > 1 else np.zeros(0)
+    check_blends(T, b)
+    short = np.nonzero(np.all(P[1:] == P[:-1], axis=1))[0]
+    if short.size:
+        raise ProblemError(f"reference.points {short[0] + 1} and {short[0] + 2} are equal (a segment of length 0)")
+    rb = _nonnegative(rest_before, "reference.rest_before")
+    ra = _nonnegative(rest_after, "reference.rest_after")
+    law = get_time_law(time_law)
+    starts = rb + np.concatenate([[0.0], np.cumsum(T[:-1] - b)])
+    t = ca.SX.sym("t")
+    motion = ca.DM(P[0])
+    for i in range(n_seg):
+        motion = motion + ca.DM(P[i + 1] - P[i]) * _move(t, law, starts[i], T[i])
+    t1 = starts[-1] + T[-1]
+    nm = _names(names, P.shape[1], "reference.names", "theta")
+    edges = sorted({float(x) for x in np.concatenate([starts, starts + T])})
+    return Reference(t, motion, t_motion_start=rb, t_motion_end=t1, t_end=t1 + ra, names=nm,
+                     time_law=law.name, breakpoints=edges)
+
+
+def check_blends(durations: np.ndarray, blends: np.ndarray) -> None:
+    """A blend may take at most half of each adjacent segment (so only neighbours overlap)."""
+    for i, bi in enumerate(blends):
+        if bi > 0.5 * min(durations[i], durations[i + 1]) * (1 + 1e-12):
+            raise ProblemError(f"reference.blend at via point {i + 2}: {bi:g} s is more than half of an adjacent "
+                               f"segment ({durations[i]:g} s, {durations[i + 1]:g} s); shorten the blend")
+
+
+def circle_through(start, via, end) -> tuple[np.ndarray, np.ndarray, float]:
+    """Centre, unit normal and angle (rad, in (0, 2 pi)) of the arc from ``start`` through ``via`` to ``end``.
+
+    Points in 2-D or 3-D; the normal is (via - start) x (end - start), so the arc turns positively
+    about it. Raises ProblemError if the points are (nearly) collinear or coincide.
+    """
+    A, B, C = (np.pad(np.asarray(x, float), (0, 3 - len(x))) for x in (start, via, end))
+    ab, ac = B - A, C - A
+    n = np.cross(ab, ac)
+    scale = max(np.linalg.norm(ab), np.linalg.norm(ac), 1e-300)
+    if np.linalg.norm(n) < 1e-9 * scale**2:
+        raise ProblemError("reference: the arc's start, via and end points are collinear or coincide; "
+                           "no circle passes through them")
+    # Circumcentre: A + (|ac|^2 (n x ab) + |ab|^2 (ac x n)) / (2 |n|^2)
+    centre = A + (np.dot(ac, ac) * np.cross(n, ab) + np.dot(ab, ab) * np.cross(ac, n)) / (2 * np.dot(n, n))
+    n = n / np.linalg.norm(n)
+    u, w = A - centre, C - centre
+    angle = math.atan2(np.dot(np.cross(u, w), n), np.dot(u, w)) % (2 * math.pi)
+    return centre[: len(start)], n, angle
+
+
+def arc_frame(center: np.ndarray, start: np.ndarray, normal) -> tuple[np.ndarray, np.ndarray, float]:
+    """u = start - centre and v = n x u (the in-plane direction of motion at the start), radius."""
+    u = start - center
+    r = float(np.linalg.norm(u))
+    if r < 1e-12:
+        raise ProblemError("reference: the arc's start point is its centre (radius 0)")
+    if start.size == 2:
+        if normal is not None:
+            raise ProblemError("reference.normal: a planar arc (2 position outputs) turns in their plane; "
+                               "give no normal (a positive angle turns from the first output axis to the second)")
+        return u, np.array([-u[1], u[0]]), r
+    if start.size != 3:
+        raise ProblemError(f"reference: an arc needs 2 or 3 position outputs, got {start.size}")
+    if normal is None:
+        raise ProblemError("reference.normal: a 3-D arc needs the normal of its plane")
+    n = _vector(normal, "reference.normal")
+    if n.size != 3 or np.linalg.norm(n) < 1e-12:
+        raise ProblemError(f"reference.normal must be a non-zero 3-vector, got {n.tolist()}")
+    n = n / np.linalg.norm(n)
+    if abs(np.dot(u, n)) > 1e-6 * r:
+        raise ProblemError("reference.normal: the start point does not lie in the plane through the centre "
+                           f"normal to {n.round(6).tolist()} (start - centre has {np.dot(u, n):.3g} m along it)")
+    return u, np.cross(n, u), r
+
+
+def arc(
+    center,
+    start,
+    angle: float,
+    duration: float,
+    normal=None,
+    time_law: str | TimeLaw = "poly11",
+    rest_before: float = 0.0,
+    rest_after: float = 0.0,
+    names: Sequence[str] | None = None,
+    extra_start=None,
+    extra_end=None,
+) -> Reference:
+    """Circular arc about ``center`` from ``start`` through ``angle`` rad (positive about ``normal``).
+
+    2 or 3 position components (3-D needs the plane ``normal``). ``extra_start``/``extra_end``:
+    further output components (e.g. orientation angles) appended after the position, moved by the
+    same time law.
+    """
+    c, p0 = _endpoints(center, start, "reference.center", "reference.start")
+    phi = _real(angle, "reference.angle")
+    if phi == 0.0:
+        raise ProblemError("reference.angle must not be 0")
+    d, rb, ra = _time_line(duration, rest_before, rest_after)
+    law = get_time_law(time_law)
+    u, v, _ = arc_frame(c, p0, normal)
+    t = ca.SX.sym("t")
+    s = law.expression((t - rb) / d)
+    motion = ca.DM(c) + ca.DM(u) * ca.cos(phi * s) + ca.DM(v) * ca.sin(phi * s)
+    if extra_start is not None or extra_end is not None:
+        e0, e1 = _endpoints(extra_start, extra_end, "reference.extra_start", "reference.extra_end")
+        motion = ca.vertcat(motion, ca.DM(e0) + ca.DM(e1 - e0) * s)
+    nm = _names(names, motion.numel(), "reference.names", "theta")
+    return Reference(t, motion, t_motion_start=rb, t_motion_end=rb + d, t_end=rb + d + ra, names=nm,
+                     time_law=law.name)
+
+
 def joint_ptp(
     q_start,
     q_end,
-    duration: float,
+    duration,
     forward_kinematics: ca.Function,
     time_law: str | TimeLaw = "poly11",
     rest_before: float = 0.0,
@@ -135,25 +310,32 @@ def joint_ptp(
 ) -> Reference:
     """Joint-space point-to-point move mapped through ``forward_kinematics`` (q -> output).
 
-    ``forward_kinematics``: casadi.Function with one input of len(q_start) entries; its first
-    output (flattened) is theta. The joint path is kept as ``ref.joint`` (``ref.joint_function``).
-    The output path is sampled at ``n_check`` points (values and first derivative) and a
-    non-finite value raises PathError.
+    ``duration``: one number (every joint moves in that time: synchronised) or one per joint
+    (each joint its own rest-to-rest move, all starting at ``rest_before``; a joint that does not
+    move may have any duration). ``forward_kinematics``: casadi.Function with one input of
+    len(q_start) entries; its first output (flattened) is theta. The joint path is kept as
+    ``ref.joint`` (``ref.joint_function``). The output path is sampled at ``n_check`` points
+    (values and first derivative) and a non-finite value raises PathError.
     """
     q0, q1 = _endpoints(q_start, q_end, "reference.q_start", "reference.q_end")
-    d, rb, ra = _time_line(duration, rest_before, rest_after)
+    T = _per_segment(duration, q0.size, "reference.duration", _positive)
+    rb = _nonnegative(rest_before, "reference.rest_before")
+    ra = _nonnegative(rest_after, "reference.rest_after")
     law = get_time_law(time_law)
     jn = _names(joint_names, q0.size, "reference.joint_names", "q")
-    t, qm = _straight(q0, q1, law, rb, d)
-    joint = Reference(
-        t, qm, t_motion_start=rb, t_motion_end=rb + d, t_end=rb + d + ra, names=jn, time_law=law.name
-    )
+    moving = q1 != q0
+    d = float(T[moving].max()) if moving.any() else float(T.max())
+    t = ca.SX.sym("t")
+    full = T >= d * (1 - 1e-15)  # joints moving over the whole motion need no inner clamp
+    s_full = law.expression((t - rb) / d)
+    qm = ca.vertcat(*[q0[j] + (q1[j] - q0[j]) * (s_full if full[j] else _move(t, law, rb, T[j]))
+                      for j in range(q0.size)])
+    edges = sorted({rb, rb + d, *(rb + T[moving])})
+    times = dict(t_motion_start=rb, t_motion_end=rb + d, t_end=rb + d + ra, time_law=law.name, breakpoints=edges)
+    joint = Reference(t, qm, names=jn, **times)
     out = _apply(forward_kinematics, qm, q0.size, "reference.forward_kinematics")
     nm = _names(names, out.numel(), "reference.names", "theta")
-    ref = Reference(
-        t, out, t_motion_start=rb, t_motion_end=rb + d, t_end=rb + d + ra, names=nm, joint=joint,
-        time_law=law.name,
-    )
+    ref = Reference(t, out, names=nm, joint=joint, **times)
     ts = np.linspace(rb, rb + d, max(int(n_check), 2))
     for order in (0, 1):
         vals = ref.evaluate(ts, order)

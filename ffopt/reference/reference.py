@@ -14,7 +14,9 @@ interval (no overflow of high-degree polynomials). theta is defined for all real
 horizon is [0, t_end] with t_end = t_motion_end + rest_after.
 
 At the two junctions the derivatives of order k of theta jump from 0 (rest) to m^(k)(t_j);
-``junction_jumps`` / ``check_smoothness`` report those jumps.
+``junction_jumps`` / ``check_smoothness`` report those jumps. A motion built from pieces
+(polyline segments, blends, per-joint moves) also lists its inner ``breakpoints``;
+``breakpoint_jumps`` measures the jumps of every derivative at all of them.
 """
 
 from __future__ import annotations
@@ -47,6 +49,10 @@ class Reference:
     names : output names, length n_out
     joint : optional Reference of the joint path this one was mapped from (``joint_ptp``)
     time_law : optional name of the time law, for reports
+    breakpoints : times where the motion switches between pieces (default: the motion start and end)
+
+    ``tool_path`` (attribute, default None): for a reference given in joint space, the rigid
+    tool-point path it implies (a Reference of the 3 world coordinates), used by verification.
 
     Use the constructors ``line`` and ``joint_ptp`` (``ffopt.reference``) rather than this
     class directly.
@@ -63,6 +69,7 @@ class Reference:
         names: Sequence[str],
         joint: "Reference | None" = None,
         time_law: str | None = None,
+        breakpoints: Sequence[float] | None = None,
     ):
         if not isinstance(t, ca.SX) or not t.is_symbolic() or not t.is_scalar():
             raise ProblemError("reference t must be a scalar casadi.SX symbol")
@@ -90,6 +97,9 @@ class Reference:
         self.names: list[str] = names
         self.joint = joint
         self.time_law = time_law
+        inner = [float(b) for b in (breakpoints or ()) if t_motion_start < b < t_motion_end]
+        self.breakpoints: tuple[float, ...] = tuple(sorted({self.t_motion_start, self.t_motion_end, *inner}))
+        self.tool_path: "Reference | None" = None
 
         self._t = t
         self._motion = motion
@@ -190,6 +200,22 @@ class Reference:
                 jumps[i, j] = float(np.max(np.abs(inside - outside)))
         return jumps
 
+    def breakpoint_jumps(self, k: int, rel_step: float = 1e-8) -> np.ndarray:
+        """Jumps of the derivatives 0..k at every breakpoint, measured from both sides.
+
+        Returns (k+1, n_breakpoints): entry [i, j] is max over outputs of |d^i theta/dt^i (b_j + e) -
+        d^i theta/dt^i (b_j - e)| with e = rel_step x duration. For a C^i reference this is e times the
+        next derivative (relative size ~1e-7 for poly11); a jump shows at its full size.
+        """
+        k = _check_order(k)
+        e = rel_step * self.duration
+        b = np.array(self.breakpoints)
+        out = np.zeros((k + 1, b.size))
+        for i in range(k + 1):
+            left, right = self.evaluate(b - e, i), self.evaluate(b + e, i)
+            out[i] = np.abs(right - left).max(axis=1)
+        return out
+
     def check_smoothness(self, k: int) -> float:
         """Largest jump of the derivatives 0..k of theta at the rest/motion junctions.
 
@@ -203,6 +229,15 @@ class Reference:
         if self.joint is None:
             raise ProblemError("this reference has no joint path (it was not built by joint_ptp)")
         return self.joint.function(order)
+
+    def select(self, rows: Sequence[int], names: Sequence[str]) -> "Reference":
+        """The outputs ``rows`` of this reference (in that order) under new ``names``; same time line."""
+        rows = [int(i) for i in rows]
+        ref = Reference(self._t, self._motion[rows], t_motion_start=self.t_motion_start,
+                        t_motion_end=self.t_motion_end, t_end=self.t_end, names=names, joint=self.joint,
+                        time_law=self.time_law, breakpoints=self.breakpoints)
+        ref.tool_path = self.tool_path
+        return ref
 
     def map(self, function: ca.Function, names: Sequence[str] | None = None, *, field: str = "function") -> "Reference":
         """theta'(t) = function(theta(t)); the result keeps ``self`` as its ``joint`` path."""
@@ -218,6 +253,7 @@ class Reference:
             names=names,
             joint=self,
             time_law=self.time_law,
+            breakpoints=self.breakpoints,
         )
 
     def __repr__(self) -> str:

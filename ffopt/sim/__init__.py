@@ -5,11 +5,22 @@
 - ``baselines``: rigid inverse kinematics (the path check), rigid-model feedforward, PD only.
 - ``verify``: the verification protocol of DESIGN.md (open loop, feedforward + PD, baselines,
   payload mismatch), tool-path errors in mm.
+
+The names below are imported on first use, so the path check (``baselines``) does not pay for
+the simulator's SciPy imports. The verification entry point is ``ffopt.sim.verify.verify`` (a
+package attribute ``verify`` would be shadowed by the submodule of that name once it is imported).
 """
 
-from ffopt.sim.baselines import pd_only, rigid_feedforward, rigid_inverse_kinematics
-from ffopt.sim.plant import MotorPD, SimResult, pd_gains, simulate
-from ffopt.sim.verify import VerificationReport, verify
+import importlib
 
-__all__ = ["MotorPD", "SimResult", "VerificationReport", "pd_gains", "pd_only", "rigid_feedforward",
-           "rigid_inverse_kinematics", "simulate", "verify"]
+_WHERE = {"pd_only": "baselines", "rigid_feedforward": "baselines", "rigid_inverse_kinematics": "baselines",
+          "MotorPD": "plant", "SimResult": "plant", "pd_gains": "plant", "simulate": "plant",
+          "VerificationReport": "verify"}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name):
+    if name in _WHERE:
+        return getattr(importlib.import_module(f"ffopt.sim.{_WHERE[name]}"), name)
+    raise AttributeError(f"module 'ffopt.sim' has no attribute {name!r}")

@@ -1,8 +1,10 @@
 """Verification of a plan by forward simulation of the flexible plant (DESIGN.md, protocol).
 
 Cases (all on the plan's time grid, CVODES with tight tolerances, tool error = Euclidean norm
-of Gamma(qa) - theta(t) in mm over the whole run; torques and references linear between grid
-points unless said otherwise):
+of Gamma(qa) - theta(t) over the tool-position outputs in mm over the whole run; angle outputs
+(tool angles, joint angles) as a separate norm in mrad; with no position output the tool error
+is that of the tool point against the rigid tool path of a joint-space reference; torques and
+references linear between grid points unless said otherwise):
 
 - ``feedforward_open_loop``: the plant driven by u(t) alone, from rest in static equilibrium.
 - ``feedforward_pd``: u(t) plus a motor-side PD loop tracking the planned qm(t), dqm(t)
@@ -47,10 +49,15 @@ class CaseError:
     final_mm: float  # at the last grid point (after the rest segment: residual vibration/offset)
     peak_torque_Nm: list[float]
     description: str
+    max_mrad: float | None = None  # angle outputs (tool or joint angles), if the model has any
+    rms_mrad: float | None = None
 
     def to_dict(self) -> dict:
-        return {"max_mm": self.max_mm, "rms_mm": self.rms_mm, "start_mm": self.start_mm, "final_mm": self.final_mm,
-                "peak_torque_Nm": self.peak_torque_Nm, "description": self.description}
+        d = {"max_mm": self.max_mm, "rms_mm": self.rms_mm, "start_mm": self.start_mm, "final_mm": self.final_mm,
+             "peak_torque_Nm": self.peak_torque_Nm, "description": self.description}
+        if self.max_mrad is not None:
+            d.update(max_mrad=self.max_mrad, rms_mrad=self.rms_mrad)
+        return d
 
 
 @dataclass
@@ -68,9 +75,12 @@ class VerificationReport:
                 "initial_state_offset": self.initial_state_offset}
 
     def table(self) -> str:
-        lines = [f"{'case':30s} {'max [mm]':>11s} {'rms [mm]':>11s} {'start [mm]':>11s} {'final [mm]':>11s}"]
+        angles = any(c.max_mrad is not None for c in self.cases.values())
+        lines = [f"{'case':30s} {'max [mm]':>11s} {'rms [mm]':>11s} {'start [mm]':>11s} {'final [mm]':>11s}"
+                 + (f" {'max [mrad]':>11s}" if angles else "")]
         for c in self.cases.values():
-            lines.append(f"{c.name:30s} {c.max_mm:11.4g} {c.rms_mm:11.4g} {c.start_mm:11.4g} {c.final_mm:11.4g}")
+            lines.append(f"{c.name:30s} {c.max_mm:11.4g} {c.rms_mm:11.4g} {c.start_mm:11.4g} {c.final_mm:11.4g}"
+                         + (f" {c.max_mrad:11.4g}" if angles else ""))
         lines += [f"{name:30s} skipped: {why}" for name, why in self.skipped.items()]
         return "\n".join(lines)
 
@@ -81,6 +91,7 @@ def verify(model: FlexibleModel, reference, traj, settings: VerificationSettings
     settings = settings or VerificationSettings()
     t = np.asarray(traj.t, float)
     y_ref = np.asarray(reference.evaluate(t))
+    tool_ref = None if getattr(reference, "tool_path", None) is None else np.asarray(reference.tool_path.evaluate(t))
     n_link = model.layout.n_link
     # Start at rest in the static equilibrium of the path's start, where the robot really is; a plan
     # whose first state differs (a non-causal NLP whose rest is a soft penalty) pays for it here.
@@ -116,7 +127,7 @@ def verify(model: FlexibleModel, reference, traj, settings: VerificationSettings
         if qs is None:  # start at rest where the loop holds the plant before the motion
             qs = _rest_state(plant, u[0], loop, q0)
         sims[name] = _run_case(name, plant, t, u, qs, loop, interpolation, settings.rtol)
-        cases[name] = _case_error(name, sims[name], y_ref, text)
+        cases[name] = _case_error(name, sims[name], y_ref, tool_ref, model.output_units, text)
     gains = {"kp": kp.tolist(), "kd": kd.tolist(), "bandwidth_hz": settings.pd_bandwidth_hz,
              "damping_ratio": settings.pd_damping_ratio}
     return VerificationReport(cases, sims, gains, settings.rtol, offset, skipped)
@@ -130,10 +141,18 @@ def _run_case(name, plant, t, u, q_start, loop, interpolation, rtol) -> SimResul
         raise VerificationError(f"verification case {name!r}: {err}") from None
 
 
-def _case_error(name, sim: SimResult, y_ref, text) -> CaseError:
-    e = 1000.0 * np.linalg.norm(sim.y - y_ref, axis=1)  # tool error in mm
+def _case_error(name, sim: SimResult, y_ref, tool_ref, units, text) -> CaseError:
+    pos = [i for i, u in enumerate(units) if u == "m"]
+    ang = [i for i, u in enumerate(units) if u != "m"]
+    if pos or tool_ref is None:
+        e = 1000.0 * np.linalg.norm(sim.y[:, pos] - y_ref[:, pos], axis=1)  # tool error in mm
+    else:  # joint-space reference: the tool point against the rigid tool path it implies
+        e = 1000.0 * np.linalg.norm(sim.tool - tool_ref, axis=1)
+    e_ang = 1000.0 * np.linalg.norm(sim.y[:, ang] - y_ref[:, ang], axis=1) if ang else None  # mrad
     return CaseError(name, float(e.max()), float(np.sqrt(np.mean(e**2))), float(e[0]), float(e[-1]),
-                     np.abs(sim.u_applied).max(axis=0).tolist(), text)
+                     np.abs(sim.u_applied).max(axis=0).tolist(), text,
+                     None if e_ang is None else float(e_ang.max()),
+                     None if e_ang is None else float(np.sqrt(np.mean(e_ang**2))))
 
 
 def _rest_state(plant: FlexibleModel, u0, pd: MotorPD | None, q_guess) -> np.ndarray:

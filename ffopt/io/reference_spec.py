@@ -1,0 +1,413 @@
+"""The ``[reference]`` table of a problem file: one schema per path kind, parsed to SI units.
+
+``kind`` selects the schema; keys of another kind are refused with the kind they belong to, typos
+get a did-you-mean. Tool positions are in mm (``*_mm``), orientation and joint angles in degrees
+(``*_deg``) or radians (``*_rad``), times in s. Every kind shares ``time_law`` (any name of
+``ffopt.reference.TIME_LAWS``), ``rest_before``, ``rest_after`` and ``joint_guess``.
+
+=============  ===============================================================================
+kind           path
+=============  ===============================================================================
+line           straight tool line ``start_mm`` -> ``end_mm``
+polyline       through ``points_mm`` (via points); ``blend`` s of overlap rounds each corner
+arc            circular arc: ``start_mm`` + ``center_mm`` + ``angle_deg`` (+ ``normal`` in 3-D),
+               or three points ``start_mm``, ``via_mm``, ``end_mm``
+joint_ptp      link-side joint move ``q_start_*`` -> ``q_end_*`` of the actuated joints, mapped
+               through the rigid forward kinematics to ``model.outputs`` (which may name joints)
+=============  ===============================================================================
+
+Cartesian kinds carry the orientation outputs (yaw, pitch, roll) along with ``orientation_*_deg``
+(``orientations_deg`` per via point), moved by the same time law. Durations are given (``duration``,
+``durations``) or follow from the peak tool speed ``speed_mm_s``; a joint move's from the joints'
+speed and acceleration limits (each joint its own, or ``synchronized``: all take the slowest).
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ffopt.errors import ProblemError
+from ffopt.io.schema import Field, Validator, non_negative, positive
+from ffopt.models.chain import Chain
+from ffopt.models.flexible import AXES, ORIENTATION, PITCH_RANGE
+from ffopt.reference.paths import (
+    arc_frame,
+    check_blends,
+    circle_through,
+    duration_for_limits,
+    duration_for_speed,
+)
+from ffopt.reference.time_laws import TIME_LAWS
+
+KINDS = ("line", "polyline", "arc", "joint_ptp")
+# Orientation angles must stay this far from a branch cut (yaw, roll) or from gimbal lock (pitch).
+ANGLE_MARGIN = math.radians(1.0)
+
+_COMMON = {
+    "kind": Field("str", required=True, choices=KINDS),
+    "time_law": Field("str", default="poly11", choices=tuple(TIME_LAWS),
+                      doc="rest-to-rest time law s(tau) of every move"),
+    "rest_before": Field("float", default=0.05, check=non_negative, doc="rest before the motion (s)"),
+    "rest_after": Field("float", default=0.3, check=non_negative, doc="rest after the motion (s)"),
+    "joint_guess": Field("vector", doc="link-side joint angles (rad) near the start (picks the IK branch)"),
+}
+_TIMING = {
+    "duration": Field("float", check=positive, doc="motion time (s)"),
+    "speed_mm_s": Field("float", check=positive, doc="peak tool speed (mm/s), instead of duration"),
+}
+_ORIENTATION = {
+    "orientation_start_deg": Field("vector", doc="yaw/pitch/roll outputs at the start (deg)"),
+    "orientation_end_deg": Field("vector", doc="yaw/pitch/roll outputs at the end (deg)"),
+}
+SCHEMAS: dict[str, dict[str, Field]] = {
+    "line": {**_COMMON, **_TIMING, **_ORIENTATION,
+             "start_mm": Field("vector", required=True, doc="tool position outputs at the start (mm)"),
+             "end_mm": Field("vector", required=True, doc="tool position outputs at the end (mm)")},
+    "polyline": {**_COMMON,
+                 "points_mm": Field("matrix", required=True, doc="start, via points and end (mm), one row each"),
+                 "durations": Field("number_or_vector", doc="time of each segment (s), or one for all"),
+                 "speed_mm_s": Field("float", check=positive, doc="peak tool speed on each segment (mm/s)"),
+                 "blend": Field("number_or_vector", default=0.0,
+                                doc="overlap of consecutive segments at each via point (s); 0 stops there"),
+                 "orientations_deg": Field("matrix", doc="yaw/pitch/roll outputs at each point (deg)")},
+    "arc": {**_COMMON, **_TIMING, **_ORIENTATION,
+            "start_mm": Field("vector", required=True, doc="tool position at the start (mm)"),
+            "center_mm": Field("vector", doc="centre of the circle (mm), with angle_deg"),
+            "angle_deg": Field("float", doc="signed angle swept about the normal (deg)"),
+            "normal": Field("vector", length=3, doc="normal of the arc's plane (3-D arcs with center_mm)"),
+            "via_mm": Field("vector", doc="a point on the arc between start and end (mm), with end_mm"),
+            "end_mm": Field("vector", doc="end of the three-point arc (mm)")},
+    "joint_ptp": {**_COMMON,
+                  "q_start_deg": Field("vector", doc="actuated link-side joint angles at the start (deg)"),
+                  "q_start_rad": Field("vector", doc="... or in rad"),
+                  "q_end_deg": Field("vector", doc="actuated link-side joint angles at the end (deg)"),
+                  "q_end_rad": Field("vector", doc="... or in rad"),
+                  "duration": Field("number_or_vector", doc="motion time (s), or one per actuated joint"),
+                  "speed_max_deg_s": Field("number_or_vector", doc="joint speed limits (deg/s), instead of duration"),
+                  "speed_max_rad_s": Field("number_or_vector", doc="... or in rad/s"),
+                  "acceleration_max_deg_s2": Field("number_or_vector", doc="joint acceleration limits (deg/s^2)"),
+                  "acceleration_max_rad_s2": Field("number_or_vector", doc="... or in rad/s^2"),
+                  "synchronized": Field("bool", default=True,
+                                        doc="every joint takes the longest joint's time (else each its own)")},
+}
+
+
+@dataclass(frozen=True)
+class ReferenceSpec:
+    """A validated [reference] table in SI units. ``params`` hold the kind's own values:
+
+    line: start, end (output order); polyline: points (n x n_out), durations, blends;
+    arc: center, start, angle, normal, extra_start, extra_end, position/extra output indices;
+    joint_ptp: q_start, q_end, durations (per actuated joint, after synchronisation).
+    """
+
+    kind: str
+    duration: float  # the whole motion (s), without the rests
+    time_law: str
+    rest_before: float
+    rest_after: float
+    joint_guess: np.ndarray | None
+    params: dict = field(default_factory=dict)
+    angle_centres: dict = field(default_factory=dict)  # branch centres of yaw/roll outputs (rad)
+
+    @property
+    def start(self) -> np.ndarray | None:
+        return self.params.get("start")
+
+    @property
+    def end(self) -> np.ndarray | None:
+        return self.params.get("end")
+
+
+class _Outputs:
+    """Which model outputs are tool positions, orientation angles and joint angles."""
+
+    def __init__(self, outputs):
+        self.names = list(outputs)
+        self.pos = [i for i, o in enumerate(outputs) if o in AXES]
+        self.ang = [i for i, o in enumerate(outputs) if o in ORIENTATION]
+        self.joint = [i for i, o in enumerate(outputs) if o not in AXES and o not in ORIENTATION]
+
+    def assemble(self, pos_mm, ang_deg) -> np.ndarray:
+        """Full output vector (SI) from position (mm) and orientation (deg) parts."""
+        y = np.zeros(len(self.names))
+        y[self.pos] = np.asarray(pos_mm, float) / 1000.0
+        if self.ang:
+            y[self.ang] = np.radians(ang_deg)
+        return y
+
+
+def parse_reference(v: Validator, raw: dict, outputs, chain: Chain) -> ReferenceSpec:
+    """Validate the [reference] table against its kind's schema and convert it to SI."""
+    kind = raw.get("kind")
+    if kind is None:
+        v.fail("reference.kind", f"missing required key (one of {', '.join(KINDS)})")
+    v.value(kind, _COMMON["kind"], "reference.kind")
+    schema = SCHEMAS[kind]
+    for key in raw:
+        owners = [k for k, s in SCHEMAS.items() if key in s and key not in schema]
+        if owners and key not in schema:
+            close = difflib.get_close_matches(key, list(schema), n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            v.fail(f"reference.{key}", f"is a key of kind {' / '.join(repr(o) for o in owners)}, not of "
+                   f"kind '{kind}'{hint}")
+    r = v.table(raw, schema, "reference")
+    out = _Outputs(outputs)
+    law = TIME_LAWS[r["time_law"]]
+    try:
+        parsed = _PARSERS[kind](v, r, out, law, chain)
+    except ProblemError as err:  # geometry checks of ffopt.reference name the field but not the file
+        if str(err).startswith(v.source):
+            raise
+        raise ProblemError(f"{v.source}: {err}") from None
+    duration, params, guess = parsed  # guess: the kind's default (a joint move's start pose)
+    if r["joint_guess"] is not None:
+        guess = np.array(r["joint_guess"])
+    if guess is not None and len(guess) != chain.n_joints:
+        v.fail("reference.joint_guess", f"expected {chain.n_joints} link-side angles (one per joint, "
+               f"{', '.join(j.name for j in chain.joints)}), got {len(guess)}")
+    return ReferenceSpec(kind, duration, r["time_law"], r["rest_before"], r["rest_after"], guess, params,
+                         _angle_centres(v, out, params))
+
+
+# ------------------------------------------------------------------------------------- kinds
+def _cartesian(v, kind: str, out: _Outputs, min_pos: int = 1):
+    if out.joint:
+        v.fail("reference.kind", f"a '{kind}' path moves the tool, but model.outputs names joints "
+               f"({', '.join(out.names[i] for i in out.joint)}): use kind = \"joint_ptp\" for a joint move")
+    if len(out.pos) < min_pos:
+        v.fail("reference.kind", f"a '{kind}' path needs at least {min_pos} tool position outputs (x, y, z) in "
+               f"model.outputs, got {out.names}")
+
+
+def _point(v, r, key: str, n: int, what: str = "tool position outputs") -> np.ndarray:
+    x = r[key]
+    if len(x) != n:
+        v.fail(f"reference.{key}", f"expected {n} values (one per {what}), got {len(x)}")
+    return np.array(x, float)
+
+
+def _orientation_pair(v, r, out: _Outputs):
+    keys = ("orientation_start_deg", "orientation_end_deg")
+    if not out.ang:
+        for k in keys:
+            if r[k] is not None:
+                v.fail(f"reference.{k}", "model.outputs has no orientation angle (yaw, pitch, roll) to move")
+        return None, None
+    names = ", ".join(out.names[i] for i in out.ang)
+    for k in keys:
+        if r[k] is None:
+            v.fail(f"reference.{k}", f"missing: model.outputs has orientation angles ({names})")
+    return (_point(v, r, k, len(out.ang), f"orientation output ({names})") for k in keys)
+
+
+def _duration(v, r, law, length_m: float) -> float:
+    if r["duration"] is not None and r["speed_mm_s"] is not None:
+        v.fail("reference.speed_mm_s", "give either duration or speed_mm_s, not both")
+    if r["duration"] is not None:
+        return r["duration"]
+    if r["speed_mm_s"] is None:
+        v.fail("reference.duration", "missing: give the motion time duration (s) or the tool speed speed_mm_s")
+    if length_m <= 0.0:
+        v.fail("reference.speed_mm_s", "the tool does not move (a path of length 0): give duration instead")
+    return duration_for_speed(law, length_m, r["speed_mm_s"] / 1000.0)
+
+
+def _line(v, r, out, law, chain):
+    _cartesian(v, "line", out)
+    p0, p1 = (_point(v, r, k, len(out.pos)) for k in ("start_mm", "end_mm"))
+    a0, a1 = _orientation_pair(v, r, out)
+    d = _duration(v, r, law, np.linalg.norm(p1 - p0) / 1000.0)
+    return d, {"start": out.assemble(p0, a0), "end": out.assemble(p1, a1)}, None
+
+
+def _polyline(v, r, out, law, chain):
+    _cartesian(v, "polyline", out)
+    pts = np.array(r["points_mm"], float)
+    if pts.shape[0] < 2 or pts.shape[1] != len(out.pos):
+        v.fail("reference.points_mm", f"expected at least 2 rows of {len(out.pos)} values (one per tool position "
+               f"output), got {pts.shape[0]} x {pts.shape[1]}")
+    n_seg = pts.shape[0] - 1
+    angs = None
+    if out.ang or r["orientations_deg"] is not None:
+        if not out.ang:
+            v.fail("reference.orientations_deg", "model.outputs has no orientation angle (yaw, pitch, roll)")
+        if r["orientations_deg"] is None:
+            v.fail("reference.orientations_deg", "missing: model.outputs has orientation angles")
+        angs = np.array(r["orientations_deg"], float)
+        if angs.shape != (pts.shape[0], len(out.ang)):
+            v.fail("reference.orientations_deg", f"expected {pts.shape[0]} rows (one per point) of {len(out.ang)} "
+                   f"values, got {angs.shape[0]} x {angs.shape[1]}")
+    P = np.array([out.assemble(pts[i], None if angs is None else angs[i]) for i in range(pts.shape[0])])
+    lengths = np.linalg.norm(np.diff(pts, axis=0), axis=1) / 1000.0
+    T = _segment_durations(v, r, law, lengths)
+    blends = np.asarray(r["blend"], float)
+    if blends.ndim == 0:
+        blends = np.full(n_seg - 1, float(blends))
+    elif blends.size != n_seg - 1:
+        v.fail("reference.blend", f"expected one number or {n_seg - 1} (one per via point), got {blends.size}")
+    if np.any(blends < 0):
+        v.fail("reference.blend", "must be >= 0")
+    check_blends(T, blends)
+    return float(T.sum() - blends.sum()), {"points": P, "durations": T, "blends": blends}, None
+
+
+def _segment_durations(v, r, law, lengths: np.ndarray) -> np.ndarray:
+    if r["durations"] is not None and r["speed_mm_s"] is not None:
+        v.fail("reference.speed_mm_s", "give either durations or speed_mm_s, not both")
+    if r["durations"] is None:
+        if r["speed_mm_s"] is None:
+            v.fail("reference.durations", "missing: give the segment times durations (s) or the tool speed speed_mm_s")
+        if np.any(lengths <= 0):
+            v.fail("reference.speed_mm_s", f"segment {int(np.argmin(lengths)) + 1} has length 0 (the tool only "
+                   "turns): give durations instead")
+        return np.array([duration_for_speed(law, L, r["speed_mm_s"] / 1000.0) for L in lengths])
+    T = np.asarray(r["durations"], float)
+    if T.ndim == 0:
+        T = np.full(lengths.size, float(T))
+    if T.size != lengths.size:
+        v.fail("reference.durations", f"expected one number or {lengths.size} (one per segment), got {T.size}")
+    if np.any(T <= 0):
+        v.fail("reference.durations", f"must be > 0, got {T.tolist()}")
+    return T
+
+
+def _arc(v, r, out, law, chain):
+    _cartesian(v, "arc", out, min_pos=2)
+    n = len(out.pos)
+    if n > 3:
+        v.fail("reference.kind", f"an arc needs 2 or 3 tool position outputs, got {n}")
+    p0 = _point(v, r, "start_mm", n) / 1000.0
+    three_point = r["via_mm"] is not None or r["end_mm"] is not None
+    if three_point:
+        for key in ("center_mm", "angle_deg", "normal"):
+            if r[key] is not None:
+                v.fail(f"reference.{key}", "a three-point arc (via_mm, end_mm) takes no centre, angle or normal")
+        for key in ("via_mm", "end_mm"):
+            if r[key] is None:
+                v.fail(f"reference.{key}", "missing: a three-point arc needs both via_mm and end_mm")
+        centre, normal, angle = circle_through(p0, _point(v, r, "via_mm", n) / 1000.0,
+                                               _point(v, r, "end_mm", n) / 1000.0)
+        if n == 2:
+            angle, normal = (angle if normal[2] > 0 else -angle), None
+    else:
+        for key in ("center_mm", "angle_deg"):
+            if r[key] is None:
+                v.fail(f"reference.{key}", "missing: give center_mm and angle_deg (and normal in 3-D), or the "
+                       "three points start_mm, via_mm, end_mm")
+        centre, angle, normal = _point(v, r, "center_mm", n) / 1000.0, math.radians(r["angle_deg"]), r["normal"]
+        if angle == 0.0:
+            v.fail("reference.angle_deg", "must not be 0")
+    _, _, radius = arc_frame(centre, p0, normal)
+    a0, a1 = _orientation_pair(v, r, out)
+    d = _duration(v, r, law, radius * abs(angle))
+    params = {"center": centre, "start": p0, "angle": angle, "normal": normal, "pos": out.pos, "ang": out.ang,
+              "extra_start": None if a0 is None else np.radians(a0),
+              "extra_end": None if a1 is None else np.radians(a1)}
+    return d, params, None
+
+
+def _joint_ptp(v, r, out, law, chain):
+    act = chain.actuated
+    names = [chain.joints[i].name for i in act]
+    what = f"actuated joint ({', '.join(names)})"
+    q0 = _angle_pair(v, r, "q_start", len(act), what)
+    q1 = _angle_pair(v, r, "q_end", len(act), what)
+    dist = np.abs(q1 - q0)
+    if not dist.any():
+        v.fail("reference.q_end_deg" if r["q_end_deg"] is not None else "reference.q_end_rad",
+               "equals the start: no joint moves")
+    T = _joint_durations(v, r, law, dist, what)
+    if r["synchronized"]:
+        T = np.full(len(act), T[dist > 0].max())
+    guess = np.zeros(chain.n_joints)
+    guess[act] = q0
+    return float(T[dist > 0].max()), {"q_start": q0, "q_end": q1, "durations": T}, guess
+
+
+def _angle_pair(v, r, base: str, n: int, what: str, required: bool = True, unit: str = "") -> np.ndarray | None:
+    """An angle vector given in deg (``<base>_deg<unit>``) or rad (``<base>_rad<unit>``), in rad.
+
+    Joint targets need one value per joint; limits (``unit`` set) may be one number for all joints.
+    """
+    kd, kr = f"{base}_deg{unit}", f"{base}_rad{unit}"
+    deg, rad = r.get(kd), r.get(kr)
+    if deg is not None and rad is not None:
+        v.fail(f"reference.{kr}", f"give either {kd} or {kr}, not both")
+    if deg is None and rad is None:
+        if required:
+            v.fail(f"reference.{kd}", f"missing: give {kd} or {kr}")
+        return None
+    key = kd if deg is not None else kr
+    x = np.asarray(deg if deg is not None else rad, float)
+    if x.ndim == 0:
+        if not unit:
+            v.fail(f"reference.{key}", f"expected {n} values (one per {what}), got a single number")
+        x = np.full(n, float(x))
+    if x.size != n:
+        v.fail(f"reference.{key}", f"expected {n} values (one per {what}), got {x.size}")
+    return np.radians(x) if deg is not None else x
+
+
+def _joint_durations(v, r, law, dist: np.ndarray, what: str) -> np.ndarray:
+    n = dist.size
+    vmax = _angle_pair(v, r, "speed_max", n, what, required=False, unit="_s")
+    amax = _angle_pair(v, r, "acceleration_max", n, what, required=False, unit="_s2")
+    if r["duration"] is not None:
+        if vmax is not None or amax is not None:
+            v.fail("reference.duration", "give either duration or the joint limits (speed_max_*, "
+                   "acceleration_max_*), not both")
+        T = np.asarray(r["duration"], float)
+        if T.ndim == 0:
+            T = np.full(n, float(T))
+        if T.size != n:
+            v.fail("reference.duration", f"expected one number or {n} (one per {what}), got {T.size}")
+        if np.any(T <= 0):
+            v.fail("reference.duration", f"must be > 0, got {T.tolist()}")
+        return T
+    if vmax is None or amax is None:
+        v.fail("reference.duration", "missing: give duration (s), or both joint limits speed_max_deg_s and "
+               "acceleration_max_deg_s2 (or *_rad_*)")
+    for key, lim in (("speed_max", vmax), ("acceleration_max", amax)):
+        if np.any(lim <= 0):
+            v.fail(f"reference.{key}_*", f"must be > 0, got {lim.tolist()}")
+    return np.array([duration_for_limits(law, d, vm, am) if d > 0 else 0.0 for d, vm, am in zip(dist, vmax, amax)])
+
+
+_PARSERS = {"line": _line, "polyline": _polyline, "arc": _arc, "joint_ptp": _joint_ptp}
+
+
+# ------------------------------------------------------------------------------ orientation
+def _angle_centres(v, out: _Outputs, params: dict) -> dict:
+    """Branch centres of yaw/roll (midpoint of the given values) and the orientation range checks.
+
+    A Cartesian path moves each orientation angle between the values given (the time law is
+    monotone), so the given values bound it: yaw and roll must span less than 360 deg - 2 margins,
+    pitch must stay ANGLE_MARGIN inside (-90, 90) deg (gimbal lock of yaw/pitch/roll).
+    """
+    if not out.ang or "q_start" in params:
+        return {}
+    if "points" in params:
+        values = params["points"][:, out.ang]
+    elif "extra_start" in params:
+        values = np.array([params["extra_start"], params["extra_end"]])
+    else:
+        values = np.array([params["start"], params["end"]])[:, out.ang]
+    centres = {}
+    for j, i in enumerate(out.ang):
+        name, lo, hi = out.names[i], values[:, j].min(), values[:, j].max()
+        if name == "pitch":
+            if lo <= PITCH_RANGE[0] + ANGLE_MARGIN or hi >= PITCH_RANGE[1] - ANGLE_MARGIN:
+                v.fail("reference", f"pitch reaches {math.degrees(lo if -lo > hi else hi):.6g} deg: yaw/pitch/roll is "
+                       "singular at pitch = +-90 deg (gimbal lock) and the path must stay 1 deg inside; "
+                       "turn the tool another way or rotate the world frame")
+            continue
+        if hi - lo >= 2 * math.pi - 2 * ANGLE_MARGIN:
+            v.fail("reference", f"{name} spans {math.degrees(hi - lo):.6g} deg: an angle output covers less than "
+                   "360 deg (minus 1 deg each side) along one path; split the motion")
+        centres[name] = 0.5 * (lo + hi)
+    return centres

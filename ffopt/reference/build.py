@@ -1,0 +1,58 @@
+"""A Reference from a validated problem-file spec (``ffopt.io.reference_spec.ReferenceSpec``) and the model.
+
+Cartesian kinds (line, polyline, arc) are built in output space; a joint move is built in joint
+space and mapped through the rigid forward kinematics of the model's outputs (passive joints at
+rest), so its outputs may be joint angles, tool coordinates or tool angles alike.
+"""
+
+from __future__ import annotations
+
+import casadi as ca
+import numpy as np
+
+from ffopt.models.chain import Chain
+from ffopt.models.flexible import ORIENTATION, FlexibleModel
+from ffopt.reference.paths import arc, joint_ptp, line, polyline
+from ffopt.reference.reference import Reference
+
+__all__ = ["reference_from_spec", "angle_centres", "rigid_forward_kinematics"]
+
+
+def rigid_forward_kinematics(model: FlexibleModel, which: str = "output") -> ca.Function:
+    """Actuated link angles -> model outputs (``which="output"``) or tool point ("tool"), passive joints at 0."""
+    L = model.layout
+    s = ca.SX.sym("q_act", L.n_u)
+    qa = ca.SX.zeros(L.n_link)
+    qa[list(L.actuated)] = s
+    f = model.output if which == "output" else model.tool_position
+    return ca.Function(f"rigid_{which}", [s], [f(qa)])
+
+
+def reference_from_spec(spec, model: FlexibleModel) -> Reference:
+    names = list(model.outputs)
+    common = dict(time_law=spec.time_law, rest_before=spec.rest_before, rest_after=spec.rest_after)
+    p = spec.params
+    if spec.kind == "line":
+        return line(p["start"], p["end"], spec.duration, names=names, **common)
+    if spec.kind == "polyline":
+        return polyline(p["points"], p["durations"], p["blends"], names=names, **common)
+    if spec.kind == "arc":
+        ref = arc(p["center"], p["start"], p["angle"], spec.duration, p["normal"], extra_start=p["extra_start"],
+                  extra_end=p["extra_end"], **common)
+        return ref.select(np.argsort(p["pos"] + p["ang"]), names)  # rows back into output order
+    if spec.kind == "joint_ptp":
+        act = [model.chain.joints[i].name for i in model.layout.actuated]
+        ref = joint_ptp(p["q_start"], p["q_end"], p["durations"], rigid_forward_kinematics(model), names=names,
+                        joint_names=act, **common)
+        ref.tool_path = ref.joint.map(rigid_forward_kinematics(model, "tool"), names=["x", "y", "z"])
+        return ref
+    raise ValueError(f"unknown reference kind {spec.kind!r}")
+
+
+def angle_centres(spec, chain: Chain, outputs) -> dict[str, float]:
+    """Branch centres of the yaw/roll outputs: from the spec (Cartesian kinds), or the start pose of a joint move."""
+    if spec.kind != "joint_ptp" or not any(o in ("yaw", "roll") for o in outputs):
+        return dict(spec.angle_centres)
+    model = FlexibleModel(chain, tuple(outputs))
+    y0 = np.array(rigid_forward_kinematics(model)(spec.params["q_start"])).ravel()
+    return {o: float(y0[i]) for i, o in enumerate(outputs) if o in ORIENTATION and o != "pitch"}

@@ -1,4 +1,6 @@
-"""One exception hierarchy for ffopt. The CLI prints ``str(err)`` on one line and exits non-zero."""
+"""One exception hierarchy for ffopt. The CLI prints ``str(err)`` on one line and exits with 2 for
+bad input (ProblemError, PathError, OutputError) and 1 for a solver failure (SolverError,
+VerificationError)."""
 
 
 class FfoptError(Exception):
@@ -19,3 +21,7 @@ class SolverError(FfoptError):
 
 class VerificationError(FfoptError):
     """The verification simulation could not be run."""
+
+
+class OutputError(FfoptError):
+    """The output cannot be written without touching a file ffopt did not write (or cannot be written at all)."""

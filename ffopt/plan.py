@@ -40,10 +40,11 @@ class PlanResult:
             "versions": versions(),
         }
 
-    def save(self, out: str | Path, plots: bool = True) -> Path:
-        """Write trajectory.csv, summary.json and plots to ``out`` (atomically)."""
+    def save(self, out: str | Path, plots: bool = True, force: bool = False) -> Path:
+        """Write trajectory.csv, summary.json and plots to folder ``out`` (ffopt.io.results: all or
+        nothing; an existing folder only if ffopt wrote it, or with ``force`` beside the user's files)."""
         from ffopt.io.plots import write_plots
-        from ffopt.io.results import atomic_directory, write_json, write_trajectory_csv
+        from ffopt.io.results import write_json, write_result_folder, write_trajectory_csv
 
         def fill(tmp: Path):
             write_trajectory_csv(self.trajectory, tmp / "trajectory.csv")
@@ -52,9 +53,17 @@ class PlanResult:
                 files += write_plots(self.trajectory, self.verification, tmp)
             summary = self.summary()
             summary["files"] = files
+            summary["columns"] = self.trajectory.column_info()
             write_json(summary, tmp / "summary.json")
 
-        return atomic_directory(out, fill)
+        return write_result_folder(out, fill, force)
+
+
+def output_files(plots: bool, verification: bool) -> list[str]:
+    """The files ``PlanResult.save`` writes (for checking an output folder before planning)."""
+    from ffopt.io.plots import plot_names
+
+    return ["trajectory.csv", "summary.json"] + (plot_names(verification) if plots else [])
 
 
 def versions() -> dict:
@@ -71,11 +80,13 @@ def plan(problem: Problem | str | Path, method: str | None = None, order: int | 
          step: float | None = None, form: str | None = None, scaling_power: float | None = None,
          verify: bool | None = None, compile: bool = True, progress=None, backend: str | None = None,
          warm_start: str | None = None) -> PlanResult:
-    """Compute and verify a feedforward plan. Arguments left None take the problem's settings."""
+    """Compute and verify a feedforward plan. Arguments left None take the problem's settings.
+
+    ``step`` sets both the BDF step (solver.step) and the collocation interval (nlp.step)."""
     if not isinstance(problem, Problem):
         problem = load_problem(problem)
     problem = problem.with_solver(method=method, order=order, step=step, form=form, scaling_power=scaling_power)
-    problem = problem.with_nlp(backend=backend, warm_start=warm_start)
+    problem = problem.with_nlp(backend=backend, warm_start=warm_start, step=step)  # step: BDF and NLP grid
     s = problem.solver
     _check_settings(problem)
     say = progress or (lambda msg: None)

@@ -7,13 +7,18 @@ from dataclasses import dataclass, field
 import numpy as np
 
 
+LENGTH_OUTPUTS = ("x", "y", "z")  # tool coordinates (m inside ffopt, mm in files); other outputs are angles
+
+
 @dataclass
 class Trajectory:
     """Feedforward trajectory on a time grid (SI units, radians).
 
     u: (n, N) motor torques; q, v, a: (n, nq) coordinates [qa; qm], velocities, accelerations;
     qm, dqm: (n, N) the angle and speed of each actuator's motor (for direct-drive joints the
-    joint itself); y_ref: (n, n_out) reference; tool: (n, 3) tool position from q.
+    joint itself); y_ref: (n, n_out) reference; tool: (n, 3) tool position from q;
+    input_names: the actuated joint of each input (chain order); link_names: the joints of the
+    link-side coordinates qa = q[:, :n_link]. Both name the CSV columns.
     """
 
     t: np.ndarray
@@ -29,17 +34,44 @@ class Trajectory:
     output_names: list[str]
     method: str
     stats: dict = field(default_factory=dict)
+    input_names: list[str] | None = None
+    link_names: list[str] | None = None
 
     @property
     def n_inputs(self) -> int:
         return self.u.shape[1]
 
+    @property
+    def actuated_joints(self) -> list[str]:
+        """Names of the actuated joints in input order (``1``, ``2``, ... if not known)."""
+        return list(self.input_names) if self.input_names is not None else [str(i + 1) for i in range(self.n_inputs)]
+
+    def column_spec(self) -> list[tuple[str, str, str, np.ndarray]]:
+        """(name, unit, meaning, values) of every trajectory.csv column, in file order."""
+        cols = [("t", "s", "time", self.t)]
+        joints = self.actuated_joints
+        for prefix, unit, meaning, data in (("u", "N m", "feedforward motor torque", self.u),
+                                            ("qm", "rad", "motor angle reference for the motor-side loop", self.qm),
+                                            ("dqm", "rad/s", "motor speed reference", self.dqm)):
+            cols += [(f"{prefix}_{j}", unit, f"{meaning}, joint {j}", data[:, i]) for i, j in enumerate(joints)]
+        cols += [(f"tool_{c}_mm", "mm", f"planned tool position {c} (from the planned joint angles)",
+                  1000.0 * self.tool[:, i]) for i, c in enumerate("xyz")]
+        for i, name in enumerate(self.output_names):
+            if name in LENGTH_OUTPUTS:
+                cols.append((f"ref_{name}_mm", "mm", f"reference of tool output {name}", 1000.0 * self.y_ref[:, i]))
+            else:
+                cols.append((f"ref_{name}", "rad", f"reference of output {name}", self.y_ref[:, i]))
+        links = self.link_names if self.link_names is not None else \
+            [n for n in self.coordinate_names if not n.startswith("qm_")]
+        cols += [(f"q_{j}", "rad", f"link-side angle of joint {j}", self.q[:, i]) for i, j in enumerate(links)]
+        cols += [(f"dq_{j}", "rad/s", f"link-side speed of joint {j}", self.v[:, i]) for i, j in enumerate(links)]
+        return cols
+
     def columns(self) -> tuple[list[str], np.ndarray]:
         """Column names and the (n, m) table written to trajectory.csv."""
-        N = self.n_inputs
-        names = (["t"] + [f"u{i + 1}" for i in range(N)] + [f"qm{i + 1}" for i in range(N)]
-                 + [f"dqm{i + 1}" for i in range(N)] + ["tool_x", "tool_y", "tool_z"]
-                 + [f"ref_{n}" for n in self.output_names]
-                 + [f"q_{n}" for n in self.coordinate_names] + [f"dq_{n}" for n in self.coordinate_names])
-        table = np.column_stack([self.t, self.u, self.qm, self.dqm, self.tool, self.y_ref, self.q, self.v])
-        return names, table
+        spec = self.column_spec()
+        return [c[0] for c in spec], np.column_stack([c[3] for c in spec])
+
+    def column_info(self) -> list[dict]:
+        """Every column's name, unit and meaning (the ``columns`` entry of summary.json)."""
+        return [{"name": n, "unit": unit, "meaning": meaning} for n, unit, meaning, _ in self.column_spec()]

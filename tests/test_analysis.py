@@ -186,14 +186,9 @@ def test_strangeness_of_textbook_daes():
 
 # ----------------------------------------------------------------------------- report and CLI
 def _run_cli(argv):
-    import argparse
+    from ffopt.cli.main import main
 
-    from ffopt.cli import analyze
-
-    parser = argparse.ArgumentParser(prog="ffopt")
-    analyze.add_parser(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(argv)
-    return args.func(args)
+    return main(argv)
 
 
 def test_cli_analyze_writes_report(tmp_path, capsys):

@@ -281,4 +281,4 @@ def test_plan_nlp_writes_nlp_statistics(tmp_path):
     assert solver["backend"] == "cyipopt" and solver["status"] == "Solve_Succeeded"
     assert summary["settings"]["nlp"]["strategy"] == "causal"
     header = (out / "trajectory.csv").read_text().splitlines()[0]
-    assert header.startswith("t,u1,qm1,dqm1")
+    assert header.startswith("t,u_q1,qm_q1,dqm_q1")

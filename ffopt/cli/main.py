@@ -1,42 +1,133 @@
-"""Command line: ``ffopt plan``, ``ffopt analyze``, ``ffopt bench``. Errors print one line and exit non-zero."""
+"""Command line: ``ffopt plan``, ``ffopt analyze``, ``ffopt bench``.
+
+Every error is one line on stderr. Exit codes: 0 ok, 1 solver failure (SolverError,
+VerificationError), 2 bad input (ProblemError, PathError, OutputError, command-line errors),
+130 interrupted (Ctrl-C, in every stage; no partial or temporary folder is left).
+"""
 
 from __future__ import annotations
 
 import argparse
+import math
+import re
 import sys
 import time
 
-from ffopt.errors import FfoptError
+from ffopt import __version__, interrupt
+from ffopt.errors import FfoptError, PathError, ProblemError, SolverError, VerificationError
 from ffopt.io.problem import METHODS
 
-EXIT_ERROR = 2
+EXIT_OK, EXIT_SOLVER, EXIT_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+EXIT_CODES_HELP = """exit codes:
+  0    ok
+  1    solver failure: the inverse dynamics, the NLP or the verification did not succeed
+  2    bad input: problem file, command-line value or output path (one line names the file,
+       field or option; nothing is written)
+  130  interrupted (Ctrl-C) in any stage; no partial or temporary folder is left
+"""
+
+BDF_FAMILY = ("bdf", "hi", "dd", "dd43", "dd44", "dd48", "dd49", "km", "dc")
+# which --options apply to which methods, and what they set (a method missing here, e.g. "auto",
+# accepts them all: they apply to whichever method it runs)
+OPTION_METHODS = {
+    "order": (BDF_FAMILY, "it sets the BDF order; the NLP's collocation degree is [nlp] degree in the problem file"),
+    "form": (("bdf",), "it picks the DAE form of method bdf; the seed variants and the NLP build their own "
+                       "index-reduced systems"),
+    "scaling_power": (BDF_FAMILY, "it scales the BDF Newton rows; the NLP scales its rows itself"),
+    "backend": (("nlp",), "it chooses the solver of method nlp"),
+    "warm_start": (("nlp",), "it chooses the start point of method nlp"),
+}
+
+# argparse takes "-1e-3" for an option; accept every float literal as a (negative) value
+NEGATIVE_NUMBER = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$")
 
 
-def _progress(msg: str, _t0=[None]) -> None:
-    if _t0[0] is None:
-        _t0[0] = time.perf_counter()
-    print(f"[{time.perf_counter() - _t0[0]:7.2f} s] {msg}", file=sys.stderr, flush=True)
+class Parser(argparse.ArgumentParser):
+    """argparse with negative numbers in scientific notation as values and one-line errors (exit 2)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = NEGATIVE_NUMBER
+
+    def error(self, message):
+        self.exit(EXIT_INPUT, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def finite_float(text: str) -> float:
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(x):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return x
+
+
+def positive_int(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {n}")
+    return n
+
+
+def progress_printer(quiet: bool):
+    """Progress lines on stderr; also where a Ctrl-C swallowed by native code stops the plan."""
+    t0 = time.perf_counter()
+
+    def say(msg: str) -> None:
+        interrupt.check()
+        if not quiet:
+            print(f"[{time.perf_counter() - t0:7.2f} s] {msg}", file=sys.stderr, flush=True)
+
+    return say
 
 
 def cmd_plan(args) -> int:
-    from ffopt.plan import plan
+    from ffopt.io.problem import load_problem
+    from ffopt.io.results import check_output_folder
+    from ffopt.plan import output_files, plan
 
-    result = plan(args.problem, method=args.method, order=args.order, step=args.step, form=args.form,
-                  scaling_power=args.scaling_power, verify=False if args.no_verify else None,
-                  compile=not args.no_compile, progress=None if args.quiet else _progress,
-                  backend=args.backend, warm_start=args.warm_start)
-    out = result.save(args.out, plots=not args.no_plots)
-    if not args.quiet:
-        _progress(f"wrote {out}")
-    print(_summary_text(result))
-    return 0
+    problem = load_problem(args.problem)
+    check_plan_options(args, problem)
+    verify = False if args.no_verify else None
+    verifies = problem.verification.enabled if verify is None else verify
+    check_output_folder(args.out, output_files(not args.no_plots, verifies), args.force)  # before the solve
+    say = progress_printer(args.quiet)
+    try:
+        result = plan(problem, method=args.method, order=args.order, step=args.step, form=args.form,
+                      scaling_power=args.scaling_power, verify=verify, compile=not args.no_compile, progress=say,
+                      backend=args.backend, warm_start=args.warm_start)
+    except PathError as err:  # name the file whose [reference] cannot be followed
+        raise PathError(f"{problem.source}: {err}" if not str(err).startswith(problem.source) else str(err)) from None
+    interrupt.check()
+    out = result.save(args.out, plots=not args.no_plots, force=args.force)
+    say(f"wrote {out}")
+    print(summary_text(result))
+    return EXIT_OK
 
 
-def _summary_text(result) -> str:
+def check_plan_options(args, problem) -> None:
+    """Command-line values in range, and every option given applies to the method that runs."""
+    if args.step is not None and args.step <= 0:
+        raise ProblemError(f"--step: must be > 0 s (it sets solver.step and nlp.step), got {args.step:g}")
+    method = args.method or problem.solver.method
+    source = "--method" if args.method else f"solver.method in {problem.source}"
+    for option, (methods, why) in OPTION_METHODS.items():
+        if getattr(args, option) is not None and method in BDF_FAMILY + ("nlp",) and method not in methods:
+            flag = "--" + option.replace("_", "-")
+            raise ProblemError(f"{flag} does not apply to method {method} (from {source}): {why}")
+
+
+def summary_text(result) -> str:
     tr = result.trajectory
+    peaks = ", ".join(f"u_{j} {x:.4g}" for j, x in zip(tr.actuated_joints, abs(tr.u).max(axis=0)))
     lines = [f"{result.problem.name}: {tr.method}, {len(tr.t)} points, "
-             f"solve {tr.stats.get('time_solve_s', float('nan')) * 1e3:.1f} ms, "
-             f"peak |u| = {', '.join(f'{x:.4g}' for x in abs(tr.u).max(axis=0))} N m"]
+             f"solve {tr.stats.get('time_solve_s', float('nan')) * 1e3:.1f} ms, peak |u|: {peaks} N m"]
     if result.verification is not None:
         lines.append(result.verification.table())
     return "\n".join(lines)
@@ -46,55 +137,87 @@ def cmd_bench(args) -> int:
     from ffopt.bench import run_bench
 
     print(run_bench(quick=args.quick, repeats=args.repeats))
-    return 0
+    return EXIT_OK
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="ffopt", description="Feedforward planning for flexible robot arms.")
+    parser = Parser(prog="ffopt", description="Feedforward planning for flexible robot arms.",
+                    epilog=EXIT_CODES_HELP)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("plan", help="compute, verify and write a feedforward plan")
+    p = sub.add_parser("plan", help="compute, verify and write a feedforward plan", epilog=EXIT_CODES_HELP,
+                       description="Compute, verify and write a feedforward plan. Options left out take the "
+                                   "problem file's [solver] and [nlp] settings; an option that does not apply "
+                                   "to the method that runs is an error.")
     p.add_argument("problem", help="problem file (TOML), e.g. problems/e12_line.toml")
-    p.add_argument("--out", required=True, help="output directory (replaced only on success)")
+    p.add_argument("--out", required=True,
+                   help="result folder: new, empty, or one ffopt wrote before (only ffopt's own files in it "
+                        "are replaced; a user's files are kept); written in full or not at all")
+    p.add_argument("--force", action="store_true",
+                   help="also write into an existing folder ffopt did not create, beside its files (a file "
+                        "of yours with the same name as one of ffopt's is still an error, never replaced)")
     p.add_argument("--method", choices=list(METHODS),
-                   help="bdf or nlp; hi, dd (automatic dummy derivatives), km, dc: seed 000's solver family, "
-                        "any model; dd43..dd49: the seed's hand-made E1 systems; "
+                   help="bdf or nlp; hi, dd (automatic dummy derivatives), km, dc: Moberg & Hanssen's solver "
+                        "family, any model; dd43..dd49: their hand-made E1 systems; "
                         "default: the problem's solver.method")
-    p.add_argument("--order", type=int, help="BDF order k (1..6)")
-    p.add_argument("--step", type=float, help="step size h in seconds, e.g. 0.001")
-    p.add_argument("--form", choices=["I3", "I2", "I1"], help="DAE form: original (I3) or differentiated")
-    p.add_argument("--scaling-power", type=float, help="scale the constraint rows by (1/h)^p")
+    p.add_argument("--order", type=int, choices=range(1, 7), metavar="K", help="BDF order k (1..6); BDF methods")
+    p.add_argument("--step", type=finite_float, metavar="H",
+                   help="time step in seconds, e.g. 0.001: the BDF step and the NLP's collocation interval "
+                        "(sets solver.step and nlp.step)")
+    p.add_argument("--form", choices=["I3", "I2", "I1"], help="DAE form: original (I3) or differentiated; method bdf")
+    p.add_argument("--scaling-power", type=finite_float, metavar="P",
+                   help="scale the constraint rows by (1/h)^P; BDF methods")
     p.add_argument("--backend", choices=["casadi", "cyipopt", "pyomo", "auto"],
                    help="NLP backend (method nlp); auto: Newton if the NLP is square, else IPOPT via cyipopt")
-    p.add_argument("--warm-start", choices=["bdf", "none"], help="NLP start point: BDF solution or rest")
+    p.add_argument("--warm-start", choices=["bdf", "none"], help="NLP start point: BDF solution or rest (method nlp)")
     p.add_argument("--no-verify", action="store_true", help="skip the verification simulations")
     p.add_argument("--no-plots", action="store_true")
     p.add_argument("--no-compile", action="store_true", help="run CasADi's virtual machine, no C code")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.set_defaults(func=cmd_plan)
 
-    b = sub.add_parser("bench", help="time BDF forms against SUNDIALS IDAS on E1 and E12")
+    b = sub.add_parser("bench", help="time BDF forms against SUNDIALS IDAS on E1 and E12", epilog=EXIT_CODES_HELP)
     b.add_argument("--quick", action="store_true", help="fewer settings, for a smoke test")
-    b.add_argument("--repeats", type=int, default=5, help="timed repetitions (the median is reported)")
+    b.add_argument("--repeats", type=positive_int, default=5, help="timed repetitions (the median is reported)")
     b.set_defaults(func=cmd_bench)
 
     from ffopt.cli import analyze
 
-    analyze.add_parser(sub)
+    analyze.add_parser(sub, epilog=EXIT_CODES_HELP)
     return parser
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        return args.func(args)
-    except FfoptError as err:
-        print(f"ffopt: error: {err}", file=sys.stderr)
-        return EXIT_ERROR
-    except KeyboardInterrupt:
-        print("ffopt: interrupted", file=sys.stderr)
-        return 130
+    """Run the command line; returns the exit code (0, 1, 2 or 130, see EXIT_CODES_HELP)."""
+    with interrupt.catch_interrupts():
+        try:
+            args = build_parser().parse_args(argv)
+            return args.func(args)
+        except SystemExit as exc:  # argparse: --help, --version, bad arguments
+            return exc.code if isinstance(exc.code, int) else EXIT_INPUT
+        except KeyboardInterrupt:
+            return _interrupted()
+        except FfoptError as err:
+            if interrupt.received():  # a Ctrl-C that native code turned into a solver error
+                return _interrupted()
+            print(f"ffopt: error: {err}", file=sys.stderr)
+            return EXIT_SOLVER if isinstance(err, (SolverError, VerificationError)) else EXIT_INPUT
+        except Exception:
+            if interrupt.received():
+                return _interrupted()
+            raise
+
+
+def _interrupted() -> int:
+    print("ffopt: interrupted", file=sys.stderr)
+    return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    # Under `python -m`, CPython exits by SIGINT instead of with this code if a Ctrl-C ever ended a
+    # string exec() (its "unhandled keyboard interrupt" flag, set even when the interrupt was
+    # caught); every string exec resets that flag first.
+    exec("pass")
+    sys.exit(code)

@@ -56,4 +56,5 @@ def trajectory_from_states(model: FlexibleModel, reference, t, x, a, method: str
     return Trajectory(t=t, u=u, q=q, v=v, a=a, qm=q[:, motor], dqm=v[:, motor],
                       y_ref=np.asarray(reference.evaluate(t)), tool=tool,
                       coordinate_names=model.coordinate_names(), output_names=list(model.outputs),
-                      method=method)
+                      method=method, input_names=[model.chain.joints[i].name for i in L.actuated],
+                      link_names=[model.chain.joints[i].name for i in range(L.n_link)])

@@ -9,6 +9,7 @@ inside ffopt is SI. See ``problems/*.toml`` for complete, commented examples.
 from __future__ import annotations
 
 import difflib
+import re
 import tomllib
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -25,6 +26,14 @@ from ffopt.nlp import settings as nlp_settings
 
 BDF_FORMS = ("I3", "I2", "I1")
 METHODS = ("bdf", "nlp", "hi", "dd", "dd43", "dd44", "dd48", "dd49", "km", "dc")  # hi..dc: seed 000 family
+
+
+def all_positive(values):
+    return None if all(x > 0 for x in values) else f"every value must be > 0, got {values}"
+
+
+JOINT_NAME = re.compile(r"[A-Za-z0-9_.\-]+")  # joint names name CSV columns (u_<name>, q_<name>, ...)
+
 
 JOINT_SCHEMA = {
     "name": Field("str", required=True),
@@ -64,7 +73,7 @@ VERIFICATION_SCHEMA = {
     "enabled": Field("bool", default=True),
     "pd_bandwidth_hz": Field("float", default=5.0, check=positive),
     "pd_damping_ratio": Field("float", default=1.0, check=positive),
-    "payload_scales": Field("vector", default=[0.5, 2.0]),
+    "payload_scales": Field("vector", default=[0.5, 2.0], check=all_positive),
     "rtol": Field("float", default=1e-9, check=positive),
 }
 
@@ -73,8 +82,8 @@ NLP_SCHEMA = {
     "degree": Field("int", default=3, check=lambda d: None if 1 <= d <= 9 else f"must be 1..9, got {d}"),
     "step": Field("float", default=1e-3, check=positive, doc="collocation interval length h (s)"),
     "objective": Field("str", default="smoothness", choices=nlp_settings.OBJECTIVES),
-    "torque_max": Field("vector", doc="bound on |u| per motor (N m)"),
-    "torque_rate_max": Field("vector", doc="bound on |du/dt| per motor (N m/s)"),
+    "torque_max": Field("vector", check=all_positive, doc="bound on |u| per motor (N m)"),
+    "torque_rate_max": Field("vector", check=all_positive, doc="bound on |du/dt| per motor (N m/s)"),
     "tracking": Field("str", default="exact", choices=nlp_settings.TRACKING),
     "band_mm": Field("float", default=1.0, check=positive, doc="tool band half-width / penalty error scale"),
     "penalty_weight": Field("float", default=1e3, check=positive),
@@ -169,12 +178,18 @@ class Problem:
 def load_problem(path: str | Path) -> Problem:
     """Read and validate a problem file. Raises ProblemError naming the file and field."""
     path = Path(path)
+    if path.is_dir():
+        raise ProblemError(f"{path}: is a directory, expected a TOML problem file")
     if not path.is_file():
         raise ProblemError(f"{path}: no such problem file")
     try:
-        data = tomllib.loads(path.read_text())
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as err:
         raise ProblemError(f"{path}: not valid TOML: {err}") from None
+    except UnicodeDecodeError:
+        raise ProblemError(f"{path}: not a text file (TOML problem files are UTF-8 text)") from None
+    except OSError as err:
+        raise ProblemError(f"{path}: cannot read the problem file: {err.strerror or err}") from None
     return problem_from_dict(data, source=str(path))
 
 
@@ -189,15 +204,17 @@ def problem_from_dict(data: dict, source: str = "<memory>") -> Problem:
     ver = d["verification"]
     verification = VerificationSettings(**{**ver, "payload_scales": tuple(ver["payload_scales"])}) if ver \
         else VerificationSettings()
-    nlp = _nlp_settings(d["nlp"])
+    nlp = _nlp_settings(v, d["nlp"], len(chain.actuated))
     return Problem(d["name"], d["description"], chain, outputs, ref, solver, verification, source, nlp)
 
 
-def _nlp_settings(table: dict | None) -> nlp_settings.NlpSettings:
+def _nlp_settings(v: Validator, table: dict | None, n_act: int) -> nlp_settings.NlpSettings:
     if not table:
         return nlp_settings.NlpSettings()
     t = dict(table)
-    for key in ("torque_max", "torque_rate_max"):
+    for key in ("torque_max", "torque_rate_max"):  # one value per motor, never broadcast
+        if t[key] is not None and len(t[key]) != n_act:
+            v.fail(f"nlp.{key}", f"expected {n_act} values (one per motor, in joint order), got {len(t[key])}")
         t[key] = None if t[key] is None else tuple(t[key])
     return nlp_settings.NlpSettings(**t)
 
@@ -207,6 +224,9 @@ def _build_chain(v: Validator, m: dict) -> Chain:
     names = set()
     for i, j in enumerate(m["joints"]):
         where = f"model.joints[{i + 1}]"
+        if not JOINT_NAME.fullmatch(j["name"]):
+            v.fail(f"{where}.name", f"{j['name']!r}: use letters, digits, '_', '-' and '.' only "
+                   "(the name labels CSV columns such as u_<name>)")
         if j["name"] in names:
             v.fail(f"{where}.name", f"duplicate joint name {j['name']!r}")
         names.add(j["name"])

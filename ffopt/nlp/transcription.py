@@ -328,9 +328,8 @@ class Transcription:
 
     def _per_motor(self, values, name) -> np.ndarray:
         arr = np.atleast_1d(np.asarray(values, float))
-        if arr.size not in (1, self.N):
-            raise ProblemError(f"{name}: expected 1 or {self.N} values (one per motor), got {arr.size}")
-        arr = np.broadcast_to(arr, (self.N,)).copy()
+        if arr.size != self.N:  # never broadcast: one value for two motors is a mistake, not a shorthand
+            raise ProblemError(f"{name}: expected {self.N} values (one per motor), got {arr.size}")
         if np.any(arr <= 0):
             raise ProblemError(f"{name}: must be > 0, got {arr.tolist()}")
         return arr

@@ -38,6 +38,7 @@ import casadi as ca
 import numpy as np
 from scipy.interpolate import CubicSpline
 
+from ffopt import interrupt
 from ffopt.errors import VerificationError
 from ffopt.models.flexible import FlexibleModel
 
@@ -182,6 +183,7 @@ def _simulate_stepwise(model, t, x0, C, P, rtol, atol):
         try:
             xf = np.array(F(x0=X[k], p=np.concatenate([C[:, k], P, [t[k], t[k + 1] - t[k]]]))["xf"]).ravel()
         except RuntimeError:
+            interrupt.check()  # CasADi reports a Ctrl-C inside CVODES as a RuntimeError
             return X, k
         if not np.all(np.isfinite(xf)):
             return X, k
@@ -234,6 +236,7 @@ def simulate(model: FlexibleModel, t, u, q0, v0=None, pd: MotorPD | None = None,
         if not np.all(np.isfinite(X)):
             raise RuntimeError("non-finite state")
     except RuntimeError as err:
+        interrupt.check()  # a Ctrl-C, not a CVODES failure: no step-wise retry
         error = str(err).strip().splitlines()[-1]
         X, k = _simulate_stepwise(model, t, x0, C, P, rtol, atol)
         method = "cvodes-stepwise"

@@ -13,6 +13,7 @@ import time
 import casadi as ca
 import numpy as np
 
+from ffopt import interrupt
 from ffopt.errors import SolverError
 from ffopt.nlp.backends.common import SUCCESS_STATUSES, NlpResult, ipopt_options
 from ffopt.nlp.transcription import NlpProblem
@@ -72,7 +73,7 @@ class _CasadiCallbacks:
 
     def intermediate(self, alg_mod, iter_count, *args):
         self.iterations = int(iter_count)
-        return True
+        return not interrupt.received()  # Ctrl-C: stop IPOPT between iterations (interrupt.deferred)
 
     def hessian(self, w, lam, sigma):
         if self._der is not None:
@@ -96,7 +97,8 @@ def solve(problem: NlpProblem, warm: bool, tol: float, max_iter: int, max_wall_t
         nlp.add_option(key, value)
     t_build = time.perf_counter() - tic
     tic = time.perf_counter()
-    w, info = nlp.solve(problem.w0 if w0 is None else w0)
+    with interrupt.deferred():  # never a KeyboardInterrupt inside a callback
+        w, info = nlp.solve(problem.w0 if w0 is None else w0)
     wall = time.perf_counter() - tic
     status = info["status_msg"].decode() if isinstance(info["status_msg"], bytes) else str(info["status_msg"])
     status_name = _STATUS_NAMES.get(info["status"], status)

@@ -45,7 +45,6 @@ from functools import cached_property, lru_cache
 from math import comb, factorial
 
 import casadi as ca
-
 import numpy as np
 
 from ffopt.errors import ProblemError
@@ -198,9 +197,9 @@ class SmoothStepLaw:
     """The C-infinity rest-to-rest law s(tau) = f(tau) / (f(tau) + f(1 - tau)), f(x) = exp(-c / x).
 
     ``sharpness`` c: a larger c concentrates the motion towards the middle (peak velocity
-    s'(1/2) = 2 c, larger low-order and smaller high-order derivatives). c = 1.4 (the
-    registered ``cinf``) about minimises the peak of s^(4) (1150; ``poly11``: 946) and keeps the
-    peaks of s^(1..3) within 10 % of ``poly11``'s (2.8 / 12.5 / 108 vs 2.7 / 11.3 / 108).
+    s'(1/2) = 2 c). c = 1.4 (the registered ``cinf``) about minimises the peak of s^(4) (1150;
+    ``poly11``: 946) and keeps the peaks of s^(1..3) within 11 % of ``poly11``'s (2.8 / 12.5 / 108
+    vs 2.7 / 11.3 / 108).
     Every derivative vanishes at tau = 0 and tau = 1 (``n_zero_derivs`` is infinite), and
     s(1 - tau) = 1 - s(tau).
     """

@@ -4,6 +4,12 @@ A problem is a robot (``[model]`` with ``[[model.joints]]``), a tool path (``[re
 default solver settings (``[solver]``) and verification settings (``[verification]``).
 Lengths in the reference are given in millimetres (``*_mm`` keys) or radians; everything
 inside ffopt is SI. See ``problems/*.toml`` for complete, commented examples.
+
+Joints (conventions in ``ffopt.models.chain``): frames by ``origin`` + ``rpy_deg`` (URDF) or
+``rotation``; drive data on the arm side or on the motor side with ``gear_ratio`` (``MOTOR_SIDE``:
+arm side = motor side x ratio^2, Coulomb friction x |ratio|); a passive joint with ``axes`` and
+``stiffness_matrix`` / ``damping_matrix`` is a multi-axis elastic bearing, expanded into revolute
+joints ``name_1``, ``name_2``, ... with one coupled spring (``SpringGroup``).
 """
 
 from __future__ import annotations

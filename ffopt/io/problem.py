@@ -4,6 +4,12 @@ A problem is a robot (``[model]`` with ``[[model.joints]]``), a tool path (``[re
 default solver settings (``[solver]``) and verification settings (``[verification]``).
 Lengths in the reference are given in millimetres (``*_mm`` keys) or radians; everything
 inside ffopt is SI. See ``problems/*.toml`` for complete, commented examples.
+
+Joints (conventions in ``ffopt.models.chain``): frames by ``origin`` + ``rpy_deg`` (URDF) or
+``rotation``; drive data on the arm side or on the motor side with ``gear_ratio`` (``MOTOR_SIDE``:
+arm side = motor side x ratio^2, Coulomb friction x |ratio|); a passive joint with ``axes`` and
+``stiffness_matrix`` / ``damping_matrix`` is a multi-axis elastic bearing, expanded into revolute
+joints ``name_1``, ``name_2``, ... with one coupled spring (``SpringGroup``).
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ import numpy as np
 from ffopt.errors import ProblemError
 from ffopt.io.reference_spec import ReferenceSpec, parse_reference
 from ffopt.io.schema import Field, Validator, non_negative, positive
-from ffopt.models.chain import JOINT_KINDS, Body, Chain, Joint
+from ffopt.models.chain import JOINT_KINDS, ROTOR_COUPLINGS, Body, Chain, Joint, SpringGroup, rotation_rpy
 from ffopt.models.flexible import AXES, ORIENTATION, FlexibleModel
 from ffopt.nlp import settings as nlp_settings
 
@@ -34,30 +40,60 @@ def all_positive(values):
 
 JOINT_NAME = re.compile(r"[A-Za-z0-9_.\-]+")  # joint names name CSV columns (u_<name>, q_<name>, ...)
 
-
-JOINT_SCHEMA = {
-    "name": Field("str", required=True),
-    "kind": Field("str", required=True, choices=JOINT_KINDS),
-    "axis": Field("vector", required=True, length=3),
-    "origin": Field("vector", default=[0.0, 0.0, 0.0], length=3),
+_INERTIA_FIELDS = {
     "mass": Field("float", required=True, check=non_negative),
     "com": Field("vector", default=[0.0, 0.0, 0.0], length=3),
     "inertia": Field("matrix", doc="3x3 about the centre of mass, body frame"),
     "inertia_diag": Field("vector", length=3, doc="diagonal of the inertia about the centre of mass"),
+}
+# Drive-train data on the motor side (as on a data sheet), converted with gear_ratio i:
+# arm side = motor side x i^2 (stiffness, damping, viscous friction, inertia), Coulomb x |i|.
+MOTOR_SIDE = {
+    "stiffness_motor_side": ("stiffness", 2),
+    "damping_motor_side": ("damping", 2),
+    "rotor_inertia": ("motor_inertia", 2),
+    "viscous_friction_motor_side": ("viscous_friction", 2),
+    "coulomb_friction_motor_side": ("coulomb_friction", 1),
+}
+JOINT_SCHEMA = {
+    "name": Field("str", required=True),
+    "kind": Field("str", required=True, choices=JOINT_KINDS),
+    "axis": Field("vector", length=3, doc="joint axis in the joint frame (one axis)"),
+    "axes": Field("matrix", doc="passive joints: 2-3 successive axes of a multi-axis elastic bearing"),
+    "origin": Field("vector", default=[0.0, 0.0, 0.0], length=3),
+    "rpy_deg": Field("vector", length=3, doc="joint frame in the parent frame: URDF roll, pitch, yaw (deg)"),
+    "rotation": Field("matrix", doc="joint frame in the parent frame: 3x3 rotation matrix (columns = joint axes)"),
+    **_INERTIA_FIELDS,
     "stiffness": Field("float", default=0.0, check=non_negative),
     "stiffness_cubic": Field("float", default=0.0, check=non_negative),
     "damping": Field("float", default=0.0, check=non_negative),
+    "stiffness_matrix": Field("matrix", doc="multi-axis bearing: K (N m/rad), one row per axis"),
+    "damping_matrix": Field("matrix", doc="multi-axis bearing: D (N m s/rad), one row per axis"),
     "motor_inertia": Field("float", default=0.0, check=non_negative),
     "viscous_friction": Field("float", default=0.0, check=non_negative),
     "coulomb_friction": Field("float", default=0.0, check=non_negative),
+    "gear_ratio": Field("float", doc="motor angle / joint angle (signed); needed for motor-side data and "
+                                     "rotor_coupling = \"full\""),
+    **{k: Field("float", check=non_negative, doc=f"motor side; arm-side {a} = value x gear_ratio^{p}")
+       for k, (a, p) in MOTOR_SIDE.items()},
+    "rotor_inertia_transverse": Field("float", default=0.0, check=non_negative,
+                                      doc="rotor inertia about a diameter (kg m^2), full rotor coupling"),
+    "rotor_axis": Field("vector", length=3, doc="rotor axis in the preceding body's frame (default: joint axis)"),
 }
+
+PAYLOAD_SCHEMA = dict(_INERTIA_FIELDS)
 
 MODEL_SCHEMA = {
     "gravity": Field("vector", default=[0.0, 0.0, 0.0], length=3),
     "outputs": Field("str_list", doc="controlled outputs: tool coordinates x, y, z, tool-frame angles yaw, "
                                      "pitch, roll, and actuated joint names (link-side angles); default x, y, z"),
     "tool_origin": Field("vector", required=True, length=3),
+    "tool_rpy_deg": Field("vector", length=3, doc="tool frame in the last body's frame: URDF roll, pitch, yaw"),
     "constant_inertia": Field("matrix"),
+    "rotor_coupling": Field("str", default="reduced", choices=ROTOR_COUPLINGS,
+                            doc="reduced: Spong's model; full: rotor gyroscopic coupling (motors on the "
+                                "preceding link)"),
+    "payload": Field("table", default=None, schema=PAYLOAD_SCHEMA, doc="load fixed to the last body"),
     "joints": Field("tables", required=True, schema=JOINT_SCHEMA),
 }
 
@@ -220,8 +256,7 @@ def _nlp_settings(v: Validator, table: dict | None, n_act: int) -> nlp_settings.
 
 
 def _build_chain(v: Validator, m: dict) -> Chain:
-    joints = []
-    names = set()
+    joints, groups, names = [], [], set()
     for i, j in enumerate(m["joints"]):
         where = f"model.joints[{i + 1}]"
         if not JOINT_NAME.fullmatch(j["name"]):
@@ -230,18 +265,19 @@ def _build_chain(v: Validator, m: dict) -> Chain:
         if j["name"] in names:
             v.fail(f"{where}.name", f"duplicate joint name {j['name']!r}")
         names.add(j["name"])
-        axis = np.array(j["axis"])
-        norm = np.linalg.norm(axis)
-        if norm < 1e-12:
-            v.fail(f"{where}.axis", "must be a non-zero vector")
-        joints.append(Joint(
-            name=j["name"], kind=j["kind"], axis=axis / norm, origin=np.array(j["origin"]),
-            body=Body(j["mass"], np.array(j["com"]), _inertia(v, j, where)),
-            stiffness=j["stiffness"], stiffness_cubic=j["stiffness_cubic"], damping=j["damping"],
-            motor_inertia=j["motor_inertia"], viscous_friction=j["viscous_friction"],
-            coulomb_friction=j["coulomb_friction"],
-        ))
-        _check_joint_physics(v, joints[-1], where)
+        data = _arm_side(v, j, where, m["rotor_coupling"])
+        rotation = _rotation(v, j, where)
+        body = Body(j["mass"], np.array(j["com"]), _inertia(v, j, where))
+        if j["axes"] is None:
+            joint = Joint(name=j["name"], kind=j["kind"], axis=_unit(v, j["axis"], f"{where}.axis"),
+                          origin=np.array(j["origin"]), body=body, rotation=rotation, **data)
+            _check_joint_physics(v, joint, where)
+            joints.append(joint)
+            continue
+        expanded, group = _bearing(v, j, where, rotation, body, first_index=len(joints))
+        joints += expanded
+        groups.append(group)
+    _check_expanded_names(v, joints)
     n = len(joints)
     const = m["constant_inertia"]
     if const is not None:
@@ -250,7 +286,125 @@ def _build_chain(v: Validator, m: dict) -> Chain:
             v.fail("model.constant_inertia", f"must be {n}x{n} (one row per joint), got {const.shape}")
         if not np.allclose(const, const.T) or np.linalg.eigvalsh(const).min() <= 0:
             v.fail("model.constant_inertia", "must be symmetric positive definite")
-    return Chain(tuple(joints), np.array(m["tool_origin"]), np.array(m["gravity"]), const)
+        if m["rotor_coupling"] == "full":
+            v.fail("model.rotor_coupling", "\"full\" needs the rigid-body model; it cannot be combined with "
+                   "constant_inertia")
+    payload = None
+    if m["payload"] is not None:
+        payload = Body(m["payload"]["mass"], np.array(m["payload"]["com"]), _inertia(v, m["payload"], "model.payload"))
+    tool_rotation = np.eye(3) if m["tool_rpy_deg"] is None else rotation_rpy(*np.radians(m["tool_rpy_deg"]))
+    return Chain(tuple(joints), np.array(m["tool_origin"]), np.array(m["gravity"]), const, tuple(groups),
+                 payload, tool_rotation, m["rotor_coupling"])
+
+
+def _unit(v: Validator, vec, where: str) -> np.ndarray:
+    if vec is None:
+        v.fail(where, "missing required key (a joint needs axis, or axes for a multi-axis passive bearing)")
+    vec = np.array(vec, float)
+    norm = np.linalg.norm(vec)
+    if norm < 1e-12:
+        v.fail(where, "must be a non-zero vector")
+    return vec / norm
+
+
+def _rotation(v: Validator, j: dict, where: str) -> np.ndarray:
+    """Fixed rotation of the joint frame relative to the parent frame (identity by default)."""
+    if j["rpy_deg"] is not None and j["rotation"] is not None:
+        v.fail(f"{where}.rotation", "give either rpy_deg or rotation, not both")
+    if j["rpy_deg"] is not None:
+        return rotation_rpy(*np.radians(j["rpy_deg"]))
+    if j["rotation"] is None:
+        return np.eye(3)
+    R = np.array(j["rotation"])
+    if R.shape != (3, 3):
+        v.fail(f"{where}.rotation", f"must be 3x3, got {R.shape[0]}x{R.shape[1]}")
+    err = np.abs(R.T @ R - np.eye(3)).max()
+    if err > 1e-9 or np.linalg.det(R) < 0:
+        v.fail(f"{where}.rotation", f"must be a proper rotation matrix (R^T R = I within 1e-9, det = +1); "
+               f"got |R^T R - I| = {err:.2g}, det = {np.linalg.det(R):.6g}: give more digits or use rpy_deg")
+    return R
+
+
+def _arm_side(v: Validator, j: dict, where: str, coupling: str) -> dict:
+    """Drive-train data in arm-side units: given directly, or on the motor side with gear_ratio."""
+    ratio = j["gear_ratio"]
+    if ratio is not None and abs(ratio) < 1e-12:
+        v.fail(f"{where}.gear_ratio", "must be non-zero")
+    out = {k: j[k] for k in ("stiffness", "stiffness_cubic", "damping", "motor_inertia", "viscous_friction",
+                             "coulomb_friction", "rotor_inertia_transverse")}
+    for key, (arm, power) in MOTOR_SIDE.items():
+        if j[key] is None:
+            continue
+        if ratio is None:
+            v.fail(f"{where}.{key}", "motor-side data need gear_ratio (arm side = motor side x gear_ratio^2)")
+        if out[arm] != 0.0:
+            v.fail(f"{where}.{key}", f"give either {arm} (arm side) or {key} (motor side), not both")
+        out[arm] = j[key] * abs(ratio) ** power
+    is_actuated = j["kind"] != "passive"
+    if not is_actuated:
+        for key in ("gear_ratio", "rotor_inertia", "rotor_axis", "motor_inertia"):
+            if j[key] not in (None, 0.0):
+                v.fail(f"{where}.{key}", "a passive joint has no motor")
+    if coupling == "full" and is_actuated and ratio is None:
+        v.fail(f"{where}.gear_ratio", "rotor_coupling = \"full\" needs the gear ratio of every actuated joint "
+               "(the rotor spins gear_ratio times as fast as the joint; 1 for a direct drive)")
+    out["gear_ratio"] = 1.0 if ratio is None else float(ratio)
+    out["rotor_axis"] = None if j["rotor_axis"] is None else _unit(v, j["rotor_axis"], f"{where}.rotor_axis")
+    return out
+
+
+def _bearing(v: Validator, j: dict, where: str, rotation: np.ndarray, body: Body, first_index: int):
+    """A passive joint with 2-3 axes: successive revolute joints at one point (massless between them,
+    the body on the last), named name_1..name_k, with a coupled spring tau = -K q - D q'."""
+    if j["kind"] != "passive":
+        v.fail(f"{where}.axes", f"only a passive joint can have several axes (a {j['kind']} joint has one axis)")
+    if j["axis"] is not None:
+        v.fail(f"{where}.axes", "give either axis or axes, not both")
+    axes = np.array(j["axes"])
+    k = axes.shape[0]
+    if axes.shape[1] != 3 or not 2 <= k <= 3:
+        v.fail(f"{where}.axes", f"expected 2 or 3 axes of 3 numbers each, got {k} of {axes.shape[1]}")
+    axes = np.array([_unit(v, a, f"{where}.axes[{r + 1}]") for r, a in enumerate(axes)])
+    if np.linalg.svd(axes, compute_uv=False).min() < 1e-6:
+        v.fail(f"{where}.axes", "the axes must be linearly independent")
+    for key in ("stiffness", "damping", "stiffness_cubic"):
+        if j[key] != 0.0:
+            v.fail(f"{where}.{key}", f"a multi-axis bearing takes {key.split('_')[0]}_matrix ({k}x{k}), not {key}")
+    K = _spd(v, j["stiffness_matrix"], k, f"{where}.stiffness_matrix", definite=True)
+    D = _spd(v, j["damping_matrix"], k, f"{where}.damping_matrix", definite=False)
+    massless = Body(0.0, np.zeros(3), np.zeros((3, 3)))
+    joints = []
+    for r in range(k):
+        joints.append(Joint(name=f"{j['name']}_{r + 1}", kind="passive", axis=axes[r],
+                            origin=np.array(j["origin"]) if r == 0 else np.zeros(3),
+                            body=body if r == k - 1 else massless,
+                            rotation=rotation if r == 0 else np.eye(3)))
+    return joints, SpringGroup(j["name"], tuple(range(first_index, first_index + k)), K, D)
+
+
+def _spd(v: Validator, mat, k: int, where: str, definite: bool) -> np.ndarray:
+    if mat is None:
+        if definite:
+            v.fail(where, f"missing: a multi-axis bearing needs a {k}x{k} stiffness matrix")
+        return np.zeros((k, k))
+    mat = np.array(mat)
+    if mat.shape != (k, k):
+        v.fail(where, f"must be {k}x{k} (one row and column per axis), got {mat.shape[0]}x{mat.shape[1]}")
+    if not np.allclose(mat, mat.T, rtol=1e-12, atol=0.0):
+        v.fail(where, "must be symmetric")
+    low = np.linalg.eigvalsh(mat).min()
+    if low <= 0 if definite else low < -1e-12 * max(1.0, np.abs(mat).max()):
+        v.fail(where, f"must be positive {'definite' if definite else 'semi-definite'} (smallest eigenvalue {low:.4g})")
+    return mat
+
+
+def _check_expanded_names(v: Validator, joints: list[Joint]):
+    seen = set()
+    for jt in joints:
+        if jt.name in seen:
+            v.fail("model.joints", f"joint name {jt.name!r} is used twice (a bearing's axes are named "
+                   "name_1, name_2, ...)")
+        seen.add(jt.name)
 
 
 def _inertia(v: Validator, j: dict, where: str) -> np.ndarray:
@@ -269,9 +423,11 @@ def _inertia(v: Validator, j: dict, where: str) -> np.ndarray:
 
 def _check_joint_physics(v: Validator, joint: Joint, where: str):
     if joint.kind in ("elastic_gear", "passive") and joint.stiffness <= 0:
-        v.fail(f"{where}.stiffness", f"a {joint.kind} joint needs stiffness > 0")
+        v.fail(f"{where}.stiffness", f"a {joint.kind} joint needs stiffness > 0 (or stiffness_motor_side with "
+               "gear_ratio)" if joint.kind == "elastic_gear" else f"a {joint.kind} joint needs stiffness > 0")
     if joint.kind == "elastic_gear" and joint.motor_inertia <= 0:
-        v.fail(f"{where}.motor_inertia", "an elastic_gear joint needs motor_inertia > 0")
+        v.fail(f"{where}.motor_inertia", "an elastic_gear joint needs motor_inertia > 0 (or rotor_inertia with "
+               "gear_ratio)")
 
 
 def _check_outputs(v: Validator, outputs: tuple[str, ...], chain: Chain):

@@ -1,16 +1,25 @@
-"""Extended flexible joint model (seed 000, eq. 1) as symbolic CasADi functions.
+"""Extended flexible joint model as symbolic CasADi functions (Moberg & Hanssen, inverse
+dynamics of flexible manipulators, eq. 1), with optional rotor gyroscopic coupling (Hoepler &
+Thuemmel, symbolic inverse dynamics of elastic joint robots).
 
 Generalised coordinates q = [qa; qm]: link-side joint angles qa (N+M, chain order) and motor
 angles qm (one per elastic-gear joint, arm-side units). State x = [q; v], v = dq/dt.
 
-Equations of motion (seed 000 eq. 1a-1f), with a = dv/dt:
+Equations of motion (Moberg & Hanssen eq. 1a-1f), with a = dv/dt:
     M(qa) a_a + c(qa, va) + g(qa) = tau_a + S_d (u_d - Jm_d a_a - f(va_d))   (link rows)
     tau_g = K_g (qm - qg) + D_g (vm - vg)   (+ cubic term for a nonlinear gear)  (1d)
-    tau_e = -K_e qe - D_e ve                                                     (1e)
+    tau_e = -K_e qe - D_e ve     (K_e, D_e block diagonal: coupled multi-axis bearings)  (1e)
     Jm a_m + f(vm) + tau_g = u_g                                                 (1f)
 where S_d selects the rigidly actuated ("direct") joints: for them the motor torque acts on
-the link row itself (E1's joint 1). Every solver, the NLP and the simulator evaluate the
-same functions built here, so a model is written once.
+the link row itself (E1's joint 1). With ``chain.rotor_coupling == "full"`` the rotor of each
+actuated joint is a body spinning on the preceding link; its kinetic energy adds, besides the
+rotor inertia on the carrier (inside M), the coupling
+    T_x = sum_j h_j s_j' n_j . w_c(j)(qa, qa'),   h_j = J_m,j / ratio_j (= axial inertia x ratio)
+(s_j the arm-side motor angle qm_j or, for a direct joint, qa_j; n_j the rotor axis and w_c(j) the
+angular velocity of its carrier in the carrier's frame), whose Lagrange terms
+d/dt dT_x/dq' - dT_x/dq are Hoepler & Thuemmel's S(q) q'' / S(q)^T theta'' and C_rotor / C_carrier
+(their eq. 2-5). Every solver, the NLP and the simulator evaluate the same functions built here,
+so a model is written once.
 
 This module builds expressions only: it imports no solver.
 """
@@ -139,8 +148,40 @@ class FlexibleModel:
             tau[g] = self._gear_torque_expr(q, v)
         if L.passive:
             p = list(L.passive)
-            tau[p] = -self._spring(qa[p], va[p], p)
+            K, D = self._passive_matrices()
+            k3 = self._param("stiffness_cubic", p)
+            tau[p] = -(ca.DM(K) @ qa[p] + k3 * qa[p] ** 3 + ca.DM(D) @ va[p])
         return tau
+
+    def _passive_matrices(self) -> tuple[np.ndarray, np.ndarray]:
+        """Stiffness and damping matrices over the passive joints (chain order): the joints' own
+        values on the diagonal, each spring group's matrices in its block."""
+        p = list(self.layout.passive)
+        K, D = np.diag(self._param("stiffness", p)), np.diag(self._param("damping", p))
+        for grp in self.chain.spring_groups:
+            idx = [p.index(i) for i in grp.joints]
+            K[np.ix_(idx, idx)], D[np.ix_(idx, idx)] = grp.stiffness, grp.damping
+        return K, D
+
+    def _rotor_coupling_forces(self, q, v, a):
+        """Lagrange terms d/dt dT_x/dv - dT_x/dq (nq) of the rotors' spin-carrier coupling T_x (see
+        the module docstring); zero for the reduced (Spong) model."""
+        if self.chain.rotor_coupling != "full":
+            return ca.SX.zeros(self.layout.nq)
+        n = self.layout.n_link
+        w = rigid_body.body_angular_velocities(self.chain, q[:n], v[:n])
+        s_dot = v[self.layout.motor_of_input]
+        T = 0
+        for j, link in enumerate(self.layout.actuated):
+            if link == 0:
+                continue  # the base carries the first motor: it does not rotate
+            jt = self.chain.joints[link]
+            h = jt.motor_inertia / jt.gear_ratio
+            T += h * s_dot[j] * ca.dot(ca.DM(jt.rotor_axis_in_parent), w[link - 1])
+        if isinstance(T, int):
+            return ca.SX.zeros(self.layout.nq)
+        dT_dv = ca.gradient(T, v)
+        return ca.jtimes(dT_dv, q, v) + ca.jtimes(dT_dv, v, a) - ca.gradient(T, q)
 
     def _gear_torque_expr(self, q, v):
         qa, qm = self._split(q)
@@ -167,6 +208,7 @@ class FlexibleModel:
         va, _ = self._split(v)
         aa, _ = self._split(a)
         res = self._mass_matrix_expr(qa) @ aa + self._bias_expr(qa, va) - self._elastic_link_torques(q, v)
+        res += self._rotor_coupling_forces(q, v, a)[: L.n_link]
         if L.direct:
             d = list(L.direct)
             u_d = u[[L.actuated.index(i) for i in d]]
@@ -182,7 +224,9 @@ class FlexibleModel:
         _, vm = self._split(v)
         _, am = self._split(a)
         u_g = u[[L.actuated.index(i) for i in g]]
-        return self._param("motor_inertia", g) * am + self._friction(vm, g) + self._gear_torque_expr(q, v) - u_g
+        coupling = self._rotor_coupling_forces(q, v, a)[L.n_link:]
+        return (self._param("motor_inertia", g) * am + self._friction(vm, g) + self._gear_torque_expr(q, v) - u_g
+                + coupling)
 
     # ----------------------------------------------------------------- public functions
     @cached_property

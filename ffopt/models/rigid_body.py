@@ -2,7 +2,9 @@
 
 Pure functions of a ``Chain`` and SX vectors; conventions are those of ``ffopt.models.chain``.
 Body frame i sits at joint i (``origin`` in the frame of body i-1) and equals the frame of
-body i-1 rotated by ``Rot(axis_i, q_i)``. ``chain.constant_inertia`` is not handled here.
+body i-1 turned by the fixed ``rotation_i`` and then by ``Rot(axis_i, q_i)``. The bodies are
+``chain.bodies()`` (payload and, with full rotor coupling, the rotors' inertia merged in).
+``chain.constant_inertia`` is not handled here.
 """
 
 from __future__ import annotations
@@ -27,15 +29,29 @@ def _rot(axis: np.ndarray, angle) -> ca.SX:
     return ca.DM.eye(3) + ca.sin(angle) * k + (1 - ca.cos(angle)) * (k @ k)
 
 
+def joint_rotation(joint, angle) -> ca.SX:
+    """Rotation of a body frame relative to its parent: fixed joint-frame rotation, then Rot(axis, q)."""
+    return ca.DM(np.asarray(joint.rotation, float)) @ _rot(joint.axis, angle)
+
+
 def body_poses(chain: Chain, q: ca.SX) -> list[tuple[ca.SX, ca.SX]]:
     """World rotation R_i and position p_i of each body frame i = 1..n (list index i-1)."""
     R, p = ca.SX.eye(3), ca.SX.zeros(3, 1)
     poses = []
     for i, jt in enumerate(chain.joints):
         p = p + R @ ca.DM(jt.origin)
-        R = R @ _rot(jt.axis, q[i])
+        R = R @ joint_rotation(jt, q[i])
         poses.append((R, p))
     return poses
+
+
+def body_angular_velocities(chain: Chain, q: ca.SX, dq: ca.SX) -> list[ca.SX]:
+    """Angular velocity of each body i = 1..n in its own frame (list index i-1)."""
+    w, out = ca.SX.zeros(3, 1), []
+    for i, jt in enumerate(chain.joints):
+        w = joint_rotation(jt, q[i]).T @ w + ca.DM(jt.axis) * dq[i]
+        out.append(w)
+    return out
 
 
 def tool_position(chain: Chain, q: ca.SX) -> ca.SX:
@@ -45,8 +61,8 @@ def tool_position(chain: Chain, q: ca.SX) -> ca.SX:
 
 
 def tool_rotation(chain: Chain, q: ca.SX) -> ca.SX:
-    """World rotation (3, 3) of the tool frame, which is the frame of the last body."""
-    return body_poses(chain, q)[-1][0]
+    """World rotation (3, 3) of the tool frame: the last body's frame turned by ``chain.tool_rotation``."""
+    return body_poses(chain, q)[-1][0] @ ca.DM(np.asarray(chain.tool_rotation, float))
 
 
 def inverse_dynamics(chain: Chain, q: ca.SX, dq: ca.SX, ddq: ca.SX) -> ca.SX:
@@ -61,9 +77,9 @@ def inverse_dynamics(chain: Chain, q: ca.SX, dq: ca.SX, ddq: ca.SX) -> ca.SX:
     # Forward pass: angular velocity w, angular acceleration dw, frame-origin acceleration a.
     w, dw, a = ca.SX.zeros(3, 1), ca.SX.zeros(3, 1), -ca.SX(ca.DM(chain.gravity))
     E, f, m = [], [], []  # E[i]: body i -> parent rotation; f, m: inertial force, moment
-    for i, jt in enumerate(chain.joints):
-        ax, r, b = ca.DM(jt.axis), ca.DM(jt.origin), jt.body
-        Ei = _rot(jt.axis, q[i])
+    for i, (jt, b) in enumerate(zip(chain.joints, chain.bodies())):
+        ax, r = ca.DM(jt.axis), ca.DM(jt.origin)
+        Ei = joint_rotation(jt, q[i])
         a = Ei.T @ (a + ca.cross(dw, r) + ca.cross(w, ca.cross(w, r)))
         w_in = Ei.T @ w  # parent velocity in body i coordinates
         w = w_in + ax * dq[i]
@@ -99,8 +115,9 @@ def mass_matrix(chain: Chain, q: ca.SX) -> ca.SX:
     M = ca.SX.zeros(n, n)
     # Composite j..n: mass, first moment and second moment about the world origin.
     mass, h, J = 0.0, ca.SX.zeros(3, 1), ca.SX.zeros(3, 3)
+    bodies = chain.bodies()
     for j in reversed(range(n)):
-        (R, p), b = poses[j], chain.joints[j].body
+        (R, p), b = poses[j], bodies[j]
         c = p + R @ ca.DM(b.com)
         mass += b.mass
         h = h + b.mass * c

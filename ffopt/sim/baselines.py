@@ -97,7 +97,7 @@ class _RigidKinematics:
         chain = self.model.chain
         poses = body_poses(chain, self.full(s))
         R, p = poses[-1]
-        axes = [(ca.SX.eye(3) if i == 0 else poses[i - 1][0]) @ ca.DM(chain.joints[i].axis) for i in self.act]
+        axes = [poses[i][0] @ ca.DM(chain.joints[i].axis) for i in self.act]  # the axis is fixed in body i
         return ca.Function("joint_axes", [s], [p + R @ ca.DM(chain.tool_origin), ca.horzcat(*axes),
                                                ca.horzcat(*[poses[i][1] for i in self.act])])
 

@@ -19,12 +19,14 @@ def _progress(msg: str, _t0=[None]) -> None:
 
 
 def cmd_plan(args) -> int:
+    from ffopt.io.console import ConsoleProgress
     from ffopt.plan import plan
 
     result = plan(args.problem, method=args.method, order=args.order, step=args.step, form=args.form,
                   scaling_power=args.scaling_power, verify=False if args.no_verify else None,
-                  compile=not args.no_compile, progress=None if args.quiet else _progress,
-                  backend=args.backend, warm_start=args.warm_start)
+                  compile=not args.no_compile, progress=None if args.quiet else ConsoleProgress(_progress),
+                  backend=args.backend, warm_start=args.warm_start,
+                  max_iter=args.max_iter, max_time=args.max_time)
     out = result.save(args.out, plots=not args.no_plots)
     if not args.quiet:
         _progress(f"wrote {out}")
@@ -71,6 +73,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-plots", action="store_true")
     p.add_argument("--no-compile", action="store_true", help="run CasADi's virtual machine, no C code")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    # --- NLP limits (ffopt/nlp/monitor.py) ---
+    p.add_argument("--max-iter", type=int, metavar="N",
+                   help="NLP iteration limit (default: the problem's nlp.max_iter, 1000)")
+    p.add_argument("--max-time", type=float, metavar="S",
+                   help="NLP wall-time limit in seconds: transcription, set-up and iterations "
+                        "(default: the problem's nlp.max_wall_time_s, 120)")
+    # --- end NLP limits ---
     p.set_defaults(func=cmd_plan)
 
     b = sub.add_parser("bench", help="time BDF forms against SUNDIALS IDAS on E1 and E12")

@@ -96,8 +96,11 @@ NLP_SCHEMA = {
                                   "by Newton + sparse LU instead of IPOPT"),
     "warm_start": Field("str", default="bdf", choices=nlp_settings.WARM_STARTS),
     "tol": Field("float", default=1e-8, check=positive),
-    "max_iter": Field("int", default=3000, check=lambda n: None if n > 0 else f"must be > 0, got {n}"),
-    "max_wall_time_s": Field("float", default=600.0, check=positive),
+    "max_iter": Field("int", default=nlp_settings.MAX_ITER, check=lambda n: None if n > 0 else f"must be > 0, got {n}",
+                      doc="iteration limit of the NLP solve (CLI: --max-iter)"),
+    "max_wall_time_s": Field("float", default=nlp_settings.MAX_WALL_TIME_S, check=positive,
+                             doc="wall-time limit of the NLP solve in s: transcription, set-up, iterations "
+                                 "(CLI: --max-time)"),
 }
 
 TOP_SCHEMA = {

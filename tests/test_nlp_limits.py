@@ -133,13 +133,19 @@ def test_progress_callback_receives_every_iteration(backend):
 
 
 def test_progress_is_rate_limited_for_plain_callbacks():
-    """Without a live_interval_s attribute, a callback gets a live message at most every 2 s."""
+    """Without a live_interval_s attribute, a callback gets a live message at most every 2 s, and
+    a closing plain line after live ones."""
+    now = [0.0]
     seen = []
-    with pytest.raises(SolverError, match="wall-time limit of 4.5 s"):
-        _solve(_hard_e1(backend="cyipopt", step=2.5e-3, max_wall_time_s=4.5), progress=seen.append)
+    monitor = SolveMonitor(1000, 60.0, seen.append, clock=lambda: now[0])
+    monitor.begin("IPOPT via test")
+    for k in range(10):  # an iteration every 0.5 s
+        now[0] = 0.5 * k
+        assert monitor.iteration(k, 1.0, 1e-3)
     live = [m for m in seen if isinstance(m, NlpProgress)]
-    assert live[0].iteration == 0 and len(live) >= 2 and np.all(np.diff([m.elapsed_s for m in live]) >= 2.0)
-    assert seen[-1].startswith("NLP IPOPT via cyipopt: stopped (Maximum_WallTime_Exceeded) after")  # closing line
+    assert [m.iteration for m in live] == [0, 4, 8] and np.all(np.diff([m.elapsed_s for m in live]) >= 2.0)
+    monitor.close("stopped")
+    assert seen[-1] == "NLP IPOPT via test: stopped after 9 iterations, 4.5 s" and not isinstance(seen[-1], NlpProgress)
 
 
 def test_console_updates_one_line_on_a_terminal_and_writes_lines_to_a_log():
@@ -192,17 +198,16 @@ def _cli_with_sigint_handler(*argv) -> list[str]:
     return [sys.executable, "-c", code, *argv]
 
 
-@pytest.mark.parametrize("backend", ["casadi", "cyipopt"])
+@pytest.mark.parametrize("backend", ["casadi", pytest.param("cyipopt", marks=pytest.mark.slow)])
 def test_ctrl_c_during_ipopt_exits_130_and_writes_nothing(tmp_path, backend):
     """A real SIGINT while IPOPT iterates: CasADi's IPOPT interface catches it (status
     NonIpopt_Exception_Thrown); ffopt must still exit 130 with no output folder."""
-    problem = tmp_path / "e12_low_bound.toml"
-    text = (PROBLEMS / "e12_torque_bounded.toml").read_text()
-    problem.write_text(text.replace("torque_max = [1.2e5, 7.5e4]", "torque_max = [2.74e4, 1.7e4]")
-                       .replace('step = 2.0e-3', 'step = 1.0e-2'))
+    problem = tmp_path / "e1_hard.toml"  # the hard E1 NLP at h = 2.5 ms: ~5 s of IPOPT iterations
+    problem.write_text((PROBLEMS / "e1_complete.toml").read_text() + "\n[nlp]\nstep = 2.5e-3\n"
+                       f'tracking = "penalty"\ntorque_max = [{0.2 * E1_PEAK}]\n')
     out = tmp_path / "out"
     proc = subprocess.Popen(_cli_with_sigint_handler("plan", str(problem), "--out", str(out), "--no-plots",
-                                                     "--backend", backend, "--max-time", "60"),
+                                                     "--method", "nlp", "--backend", backend, "--max-time", "60"),
                             stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
     for line in proc.stderr:  # wait for the first iteration line, then press Ctrl-C
@@ -210,7 +215,7 @@ def test_ctrl_c_during_ipopt_exits_130_and_writes_nothing(tmp_path, backend):
             break
     else:
         pytest.fail(f"no iteration line; exit code {proc.wait()}")
-    time.sleep(1.0)  # inside IPOPT's iterations (in the iteration callback, Python would raise it itself)
+    time.sleep(0.5)  # inside IPOPT's iterations (in the iteration callback, Python would raise it itself)
     tic = time.perf_counter()
     proc.send_signal(signal.SIGINT)
     rest = proc.stderr.read()
@@ -305,3 +310,22 @@ def test_bounds_below_the_exact_tracking_need_per_tracking_mode():
     need = np.abs(np.diff(warm.u[:, 0]) / np.diff(warm.t)).max()
     with pytest.raises(SolverError, match=rf"torque_rate_max\[1\] = .* is 50% of the {need:.0f} N m/s"):
         _solve(_hard_e1(tracking="exact", torque_max=None, torque_rate_max=(0.5 * need,)))
+
+
+def test_bound_vectors_need_one_value_per_motor():
+    """A torque_max list with one value for two motors is an error, never broadcast."""
+    import tomllib
+
+    from ffopt.io.problem import problem_from_dict
+
+    raw = tomllib.loads((PROBLEMS / "e12_torque_bounded.toml").read_text())
+    raw["nlp"]["torque_max"] = [1.2e5]
+    with pytest.raises(ProblemError, match=r"x.toml: nlp.torque_max: expected 2 values \(one per motor: q1, q2\), "
+                                           r"got 1"):
+        problem_from_dict(raw, source="x.toml")
+    raw["nlp"]["torque_max"] = [1.2e5, -1.0]
+    with pytest.raises(ProblemError, match=r"nlp.torque_max: must be > 0 for every motor"):
+        problem_from_dict(raw, source="x.toml")
+    p, m, r, g, warm = _problem("e12_torque_bounded.toml")
+    with pytest.raises(ProblemError, match=r"nlp.torque_rate_max: expected 2 values \(one per motor: q1, q2\)"):
+        solve_inverse_nlp(m, r, dataclasses.replace(p.nlp, torque_rate_max=(1e6,)), g, warm)

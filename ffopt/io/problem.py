@@ -215,15 +215,20 @@ def problem_from_dict(data: dict, source: str = "<memory>") -> Problem:
     ver = d["verification"]
     verification = VerificationSettings(**{**ver, "payload_scales": tuple(ver["payload_scales"])}) if ver \
         else VerificationSettings()
-    nlp = _nlp_settings(d["nlp"])
+    nlp = _nlp_settings(v, d["nlp"], [chain.joints[i].name for i in chain.actuated])
     return Problem(d["name"], d["description"], chain, outputs, ref, solver, verification, source, nlp)
 
 
-def _nlp_settings(table: dict | None) -> nlp_settings.NlpSettings:
+def _nlp_settings(v: Validator, table: dict | None, motors: list[str]) -> nlp_settings.NlpSettings:
     if not table:
         return nlp_settings.NlpSettings()
     t = dict(table)
     for key in ("torque_max", "torque_rate_max"):
+        if t[key] is not None and len(t[key]) != len(motors):  # never broadcast one value to every motor
+            v.fail(f"nlp.{key}", f"expected {len(motors)} values (one per motor: {', '.join(motors)}), "
+                   f"got {len(t[key])}")
+        if t[key] is not None and min(t[key]) <= 0:
+            v.fail(f"nlp.{key}", f"must be > 0 for every motor, got {list(t[key])}")
         t[key] = None if t[key] is None else tuple(t[key])
     return nlp_settings.NlpSettings(**t)
 

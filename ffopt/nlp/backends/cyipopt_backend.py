@@ -14,7 +14,7 @@ import casadi as ca
 import numpy as np
 
 from ffopt.errors import SolverError
-from ffopt.nlp.backends.common import SUCCESS_STATUSES, NlpResult, ipopt_options, not_started
+from ffopt.nlp.backends.common import SUCCESS_STATUSES, NlpResult, constraint_violation, ipopt_options, not_started
 from ffopt.nlp.monitor import SolveMonitor
 from ffopt.nlp.transcription import NlpProblem
 
@@ -27,6 +27,8 @@ class _CasadiCallbacks:
         self.time_eval = 0.0
         self.iterations = 0
         self.monitor = monitor
+        self.ipopt = None  # the cyipopt.Problem, for the current iterate
+        self.bounds = (problem.lbx, problem.ubx, problem.lbg, problem.ubg)
         self._f = ca.Function("f", [w], [f])
         self._grad = ca.Function("grad_f", [w], [ca.gradient(f, w)])
         self._g = ca.Function("g", [w], [g])
@@ -73,9 +75,14 @@ class _CasadiCallbacks:
         return self._hess_sp.get_triplet()
 
     def intermediate(self, alg_mod, iter_count, obj_value, inf_pr, *args):
-        """Once per IPOPT iteration: report it; False stops IPOPT (wall time used up, or interrupted)."""
+        """Once per IPOPT iteration: report it; False stops IPOPT (wall time used up, or interrupted).
+        The infeasibility is the one every backend reports (``constraint_violation`` of the NLP as
+        ffopt scales it); IPOPT's own inf_pr (slack-based, in IPOPT's scaling) only where the
+        iterate is not available (restoration phase)."""
         self.iterations = int(iter_count)
-        return self.monitor.iteration(iter_count, obj_value, inf_pr)
+        it = self.ipopt.get_current_iterate() if self.ipopt is not None else None
+        infeasibility = inf_pr if it is None else constraint_violation(it["x"], it["g"], *self.bounds)
+        return self.monitor.iteration(iter_count, obj_value, infeasibility)
 
     def hessian(self, w, lam, sigma):
         if self._der is not None:
@@ -100,6 +107,7 @@ def solve(problem: NlpProblem, warm: bool, tol: float, monitor: SolveMonitor,
     nlp = cyipopt.Problem(n=problem.n_variables, m=problem.n_constraints, problem_obj=cb,
                           lb=np.clip(problem.lbx, -big, big), ub=np.clip(problem.ubx, -big, big),
                           cl=np.clip(problem.lbg, -big, big), cu=np.clip(problem.ubg, -big, big))
+    cb.ipopt = nlp
     t_build = time.perf_counter() - tic
     if monitor.expired():
         return not_started(w_start, "cyipopt", monitor, "the limit was used up while the derivatives were set up",

@@ -74,7 +74,7 @@ def test_iteration_limit_ends_the_solve_with_a_diagnosis(backend):
     assert "a larger limit (--max-iter / nlp.max_iter)" in msg
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("backend", ["casadi", "cyipopt", pytest.param("pyomo", marks=pytest.mark.slow)])
 def test_wall_time_limit_ends_the_solve_within_a_small_bound(backend):
     limit = 1.0
     tic = time.perf_counter()
@@ -305,6 +305,7 @@ def test_bounds_below_the_exact_tracking_need_per_tracking_mode():
     assert traj.stats["success"]
     warnings = [m for m in seen if m.startswith("warning:")]
     assert len(warnings) == 1 and "is 80% of the 42706 N m that exact tracking needs" in warnings[0]
+    assert "penalty trades tool error for torque" in warnings[0]
     # torque rate: the exact-tracking need from the BDF solution
     _, _, _, _, warm = _problem("e1_complete.toml")
     need = np.abs(np.diff(warm.u[:, 0]) / np.diff(warm.t)).max()

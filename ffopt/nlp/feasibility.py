@@ -81,44 +81,41 @@ def _end_configuration_guess(model, reference, warm, qa_guess):
 
 def check_bounds(needs: TorqueNeeds, torque_max: np.ndarray | None, rate_max: np.ndarray | None, tracking: str,
                  noncausal: bool) -> list[str]:
-    """Raise SolverError for bounds no plan can meet; return warnings for bounds that cost tool accuracy."""
-    errors, warnings = [], []
-    exact_causal = tracking == "exact" and not noncausal
-    mode = f"{tracking} tracking" + (" (non-causal)" if noncausal else "")
+    """Raise SolverError for bounds no plan can meet; return a warning line (or none) for bounds that
+    cost tool accuracy."""
+    holding, below_need = [], []
     if torque_max is not None:
         for j, bound in enumerate(torque_max):
-            errors += _holding_errors(needs, j, bound)
+            holding += _holding_error(needs, j, bound)
             if needs.peak is not None and needs.peak[j] > bound * (1 + PEAK_MARGIN):
-                text = (f"nlp.torque_max[{j + 1}] = {_fmt(bound)} N m ({_motor(needs, j)}) is "
-                        f"{bound / needs.peak[j]:.0%} of the {_fmt(needs.peak[j])} N m that exact tracking needs at "
-                        f"t = {needs.t_peak[j]:.4g} s")
-                (errors if exact_causal else warnings).append(text)
+                below_need.append(f"nlp.torque_max[{j + 1}] = {_fmt(bound)} N m ({_motor(needs, j)}) is "
+                                  f"{bound / needs.peak[j]:.0%} of the {_fmt(needs.peak[j])} N m that exact tracking "
+                                  f"needs at t = {needs.t_peak[j]:.4g} s")
     if rate_max is not None and needs.peak_rate is not None:
         for j, bound in enumerate(rate_max):
             if needs.peak_rate[j] > bound * (1 + RATE_MARGIN):
-                text = (f"nlp.torque_rate_max[{j + 1}] = {_fmt(bound)} N m/s ({_motor(needs, j)}) is "
-                        f"{bound / needs.peak_rate[j]:.0%} of the {_fmt(needs.peak_rate[j])} N m/s that exact tracking "
-                        f"needs at t = {needs.t_peak_rate[j]:.4g} s")
-                (errors if exact_causal else warnings).append(text)
-    if errors:
-        raise SolverError(_infeasible_message(errors, exact_causal, mode))
-    if not warnings:
+                below_need.append(f"nlp.torque_rate_max[{j + 1}] = {_fmt(bound)} N m/s ({_motor(needs, j)}) is "
+                                  f"{bound / needs.peak_rate[j]:.0%} of the {_fmt(needs.peak_rate[j])} N m/s that exact "
+                                  f"tracking needs at t = {needs.t_peak_rate[j]:.4g} s")
+    exact_causal = tracking == "exact" and not noncausal
+    if holding or (below_need and exact_causal):
+        raise SolverError(_infeasible_message(holding, below_need if exact_causal else []))
+    if not below_need:
         return []
-    cost = ("the tool must leave the path to stay within the bounds"
-            + (f" ({'the band may be infeasible' if tracking == 'band' else 'the penalty trades tool error for torque'}"
-               "; the further below, the larger the error and the longer the solve)" if tracking != "exact" else ""))
-    return [f"warning: {w}: {cost}" for w in warnings]
+    cost = {"band": "the band may be infeasible", "penalty": "the penalty trades tool error for torque"}.get(
+        tracking, "pre-actuation may or may not make up for it")
+    return [f"warning: {'; '.join(below_need)}. The tool must leave the path to stay within the bounds ({cost}; "
+            "the further below, the larger the error and the longer the solve)"]
 
 
-def _holding_errors(needs: TorqueNeeds, j: int, bound: float) -> list[str]:
-    out = []
-    for t, hold in needs.hold:
-        if hold[j] > bound * (1 + 1e-9):
-            where = "at the start of the path" if t == 0.0 else "at the end of the path"
-            out.append(f"nlp.torque_max[{j + 1}] = {_fmt(bound)} N m ({_motor(needs, j)}) is below the {_fmt(hold[j])} N m "
-                       f"needed to hold the arm at rest {where} (t = {t:.4g} s, gravity against the gears and "
-                       "springs): infeasible for every tracking mode")
-    return out
+def _holding_error(needs: TorqueNeeds, j: int, bound: float) -> list[str]:
+    """The largest holding torque of motor j that exceeds its bound, as a message item (or none)."""
+    t, hold = max(needs.hold, key=lambda th: th[1][j])
+    if hold[j] <= bound * (1 + 1e-9):
+        return []
+    where = "at the start of the path" if t == 0.0 else "at the end of the path"
+    return [f"nlp.torque_max[{j + 1}] = {_fmt(bound)} N m ({_motor(needs, j)}) is below the {_fmt(hold[j])} N m "
+            f"needed to hold the arm at rest {where} (t = {t:.4g} s)"]
 
 
 def _fmt(x: float) -> str:
@@ -130,15 +127,15 @@ def _motor(needs: TorqueNeeds, j: int) -> str:
     return f"motor of joint {needs.motors[j]}"
 
 
-def _infeasible_message(errors: list[str], exact_causal: bool, mode: str) -> str:
-    holding = any("to hold the arm" in e for e in errors)
-    advice = []
+def _infeasible_message(holding: list[str], below_need: list[str]) -> str:
+    parts, advice = [], []
     if holding:
+        parts.append("the arm cannot be held at rest under the torque bounds (gravity against the gears and "
+                     "springs), infeasible for every tracking mode: " + "; ".join(holding))
         advice.append("raise nlp.torque_max at least to the holding torques (a motion needs more), or move the "
                       "path where gravity loads the motors less")
-    if exact_causal and not all("to hold the arm" in e for e in errors):
-        advice.append("exact causal tracking from rest determines u uniquely: set nlp.tracking = 'band' (with "
-                      "nlp.band_mm) or 'penalty' to trade tool error for torque, raise the bounds, or slow the motion "
-                      "(reference.duration)")
-    return (f"NLP infeasible ({mode}), found before solving: " + "; ".join(errors) + ". What to try: "
-            + "; ".join(advice) + ".")
+    if below_need:
+        parts.append("exact causal tracking from rest determines u uniquely, and it needs more: " + "; ".join(below_need))
+        advice.append("set nlp.tracking = 'band' (with nlp.band_mm) or 'penalty' to trade tool error for torque, "
+                      "raise the bounds, or slow the motion (reference.duration)")
+    return "NLP infeasible, found before solving: " + ". And ".join(parts) + ". What to try: " + "; ".join(advice) + "."

@@ -165,9 +165,6 @@ def _check_bounds(tr: Transcription, warm: Trajectory | None, qa_guess, say) -> 
     warnings = check_bounds(needs, tmax, rmax, s.tracking, tr.noncausal)
     for line in warnings:
         say(line)
-    if warnings:
-        say(f"solving within the limits: nlp.max_iter = {s.max_iter} iterations, nlp.max_wall_time_s = "
-            f"{s.max_wall_time_s:g} s")
     return needs
 
 

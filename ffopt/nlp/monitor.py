@@ -73,7 +73,7 @@ class SolveMonitor:
         self.stop_reason: str | None = None  # max_iter | max_wall_time | interrupted | callback_error
         self.solver = ""
         self.sink = None  # called with every IterateRecord (a worker process forwards them to its parent)
-        self._offset, self._last_report = 0, -float("inf")
+        self._offset, self._run_start, self._last_report = 0, 0, -float("inf")
         self._pending: BaseException | None = None
 
     # ------------------------------------------------------------------ budget
@@ -105,7 +105,7 @@ class SolveMonitor:
     # ------------------------------------------------------------------ per solver run
     def begin(self, solver: str) -> None:
         """A solver run starts; its iteration counter restarts at 0 (counted on from earlier runs)."""
-        self._offset, self.solver = self.iterations, solver
+        self._offset, self.solver, self._run_start = self.iterations, solver, len(self.history)
 
     def iteration(self, k: int, objective: float, infeasibility: float) -> bool:
         """Iteration k (0 = the start point) of the current run is done. False: stop the solver now
@@ -115,7 +115,7 @@ class SolveMonitor:
         if self._pending is not None:
             return False
         rec = IterateRecord(self._offset + int(k), float(objective), float(infeasibility), self.elapsed())
-        if self.history and self.history[-1].iteration == rec.iteration and self.iterations == rec.iteration:
+        if len(self.history) > self._run_start and self.history[-1].iteration == rec.iteration:
             self.history[-1] = rec  # IPOPT reports an iteration again when it enters its restoration phase
         else:
             self.iterations = rec.iteration

@@ -7,7 +7,8 @@ limits or signals (measured: a 15 s limit ended after 367 s, and Ctrl-C waited f
 In a worker, the parent process stays responsive: it replays the worker's iterates into the
 ``SolveMonitor`` (progress, history), ends the worker once the wall time is used up (plus a
 short grace for the worker's own, orderly stop) and on Ctrl-C, and returns the worker's result.
-Where ``fork`` is not available the solve runs in this process.
+Where ``fork`` is not available (or this process may not have children) the solve runs in this
+process, with the limit checked between its phases.
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ POLL_S = 0.05
 def run_isolated(solve, monitor: SolveMonitor, what: str):
     """``solve(monitor)`` in a worker process; its result, or None if it was ended at the wall-time
     limit before it returned. Exceptions of the worker are raised here."""
-    if "fork" not in multiprocessing.get_all_start_methods():
-        return solve(monitor)
+    if "fork" not in multiprocessing.get_all_start_methods() or multiprocessing.current_process().daemon:
+        return solve(monitor)  # no fork, or a daemon process (a pool worker) that may not have children
     ctx = multiprocessing.get_context("fork")
     receive, send = ctx.Pipe(duplex=False)
     worker = ctx.Process(target=_worker, args=(solve, monitor, send), name=f"ffopt {what}", daemon=True)

@@ -68,7 +68,7 @@ def deferred():
     (Blocking the signal with pthread_sigmask is not enough: it only holds it for the calling
     thread, and the BLAS threads would take it.)"""
     previous = signal.getsignal(signal.SIGINT)
-    if not _in_main_thread() or previous not in (_on_sigint, signal.default_int_handler):
+    if not _in_main_thread() or not callable(previous):  # SIG_IGN / SIG_DFL: nothing to hold
         yield
         return
     _received_deferred.clear()
@@ -79,6 +79,5 @@ def deferred():
         signal.signal(signal.SIGINT, previous)
         if _received_deferred.is_set():
             _received_deferred.clear()
-            if previous is _on_sigint:
-                _received.set()
-            raise KeyboardInterrupt
+            previous(signal.SIGINT, None)  # the held Ctrl-C, delivered to whoever handled it before
+            raise KeyboardInterrupt  # if that handler only recorded it

@@ -79,14 +79,19 @@ def versions() -> dict:
 def plan(problem: Problem | str | Path, method: str | None = None, order: int | None = None,
          step: float | None = None, form: str | None = None, scaling_power: float | None = None,
          verify: bool | None = None, compile: bool = True, progress=None, backend: str | None = None,
-         warm_start: str | None = None) -> PlanResult:
+         warm_start: str | None = None, max_iter: int | None = None, max_time: float | None = None) -> PlanResult:
     """Compute and verify a feedforward plan. Arguments left None take the problem's settings.
 
-    ``step`` sets both the BDF step (solver.step) and the collocation interval (nlp.step)."""
+    ``step`` sets both the BDF step (solver.step) and the collocation interval (nlp.step).
+    max_iter, max_time: limits of the NLP solve (nlp.max_iter, nlp.max_wall_time_s in s).
+    progress: a callable taking a str; NLP iterations arrive as live messages
+    (``ffopt.nlp.monitor.NlpProgress``; ``ffopt.io.console.ConsoleProgress`` shows them as one line).
+    """
     if not isinstance(problem, Problem):
         problem = load_problem(problem)
     problem = problem.with_solver(method=method, order=order, step=step, form=form, scaling_power=scaling_power)
     problem = problem.with_nlp(backend=backend, warm_start=warm_start, step=step)  # step: BDF and NLP grid
+    problem = _with_nlp_limits(problem, max_iter, max_time)
     s = problem.solver
     _check_settings(problem)
     say = progress or (lambda msg: None)
@@ -161,6 +166,20 @@ def _zero_dynamics_hint(model, reference, guess) -> str:
         return ""
     return (f" The system is non-minimum phase (zero at {zd.worst_zero:.4g} rad/s, t = {zd.worst_time:.3g} s): "
             "the causal inverse diverges; use --method nlp (pre-actuation, stable inversion).")
+
+
+def _with_nlp_limits(problem: Problem, max_iter: int | None, max_time: float | None) -> Problem:
+    """The NLP limits given to plan() (CLI --max-iter / --max-time); an error for a method without an NLP."""
+    if max_iter is None and max_time is None:
+        return problem
+    if problem.solver.method not in ("nlp", "auto"):
+        raise ProblemError(f"--max-iter / --max-time limit the NLP solve, but solver.method is "
+                           f"{problem.solver.method!r} (a fixed number of steps): use them with --method nlp")
+    problem = problem.with_nlp(max_iter=max_iter, max_wall_time_s=max_time)
+    from ffopt.nlp.settings import check_limits
+
+    check_limits(problem.nlp)
+    return problem
 
 
 def _check_settings(problem: Problem) -> None:

@@ -37,6 +37,8 @@ OPTION_METHODS = {
     "scaling_power": (BDF_FAMILY, "it scales the BDF Newton rows; the NLP scales its rows itself"),
     "backend": (("nlp",), "it chooses the solver of method nlp"),
     "warm_start": (("nlp",), "it chooses the start point of method nlp"),
+    "max_iter": (("nlp",), "it limits the iterations of method nlp's solver"),
+    "max_time": (("nlp",), "it limits the wall time of method nlp's solver"),
 }
 
 # argparse takes "-1e-3" for an option; accept every float literal as a (negative) value
@@ -88,6 +90,7 @@ def progress_printer(quiet: bool):
 
 
 def cmd_plan(args) -> int:
+    from ffopt.io.console import ConsoleProgress
     from ffopt.io.problem import load_problem
     from ffopt.io.results import check_output_folder
     from ffopt.plan import output_files, plan
@@ -98,10 +101,12 @@ def cmd_plan(args) -> int:
     verifies = problem.verification.enabled if verify is None else verify
     check_output_folder(args.out, output_files(not args.no_plots, verifies), args.force)  # before the solve
     say = progress_printer(args.quiet)
+    progress = say if args.quiet else ConsoleProgress(say)  # NLP iterations as one live line
     try:
         result = plan(problem, method=args.method, order=args.order, step=args.step, form=args.form,
-                      scaling_power=args.scaling_power, verify=verify, compile=not args.no_compile, progress=say,
-                      backend=args.backend, warm_start=args.warm_start)
+                      scaling_power=args.scaling_power, verify=verify, compile=not args.no_compile, progress=progress,
+                      backend=args.backend, warm_start=args.warm_start, max_iter=args.max_iter,
+                      max_time=args.max_time)
     except PathError as err:  # name the file whose [reference] cannot be followed
         raise PathError(f"{problem.source}: {err}" if not str(err).startswith(problem.source) else str(err)) from None
     interrupt.check()
@@ -175,6 +180,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-plots", action="store_true")
     p.add_argument("--no-compile", action="store_true", help="run CasADi's virtual machine, no C code")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    # --- NLP limits (ffopt/nlp/monitor.py) ---
+    p.add_argument("--max-iter", type=int, metavar="N",
+                   help="NLP iteration limit (default: the problem's nlp.max_iter, 1000)")
+    p.add_argument("--max-time", type=float, metavar="S",
+                   help="NLP wall-time limit in seconds: transcription, set-up and iterations "
+                        "(default: the problem's nlp.max_wall_time_s, 120)")
+    # --- end NLP limits ---
     p.set_defaults(func=cmd_plan)
 
     b = sub.add_parser("bench", help="time BDF forms against SUNDIALS IDAS on E1 and E12", epilog=EXIT_CODES_HELP)

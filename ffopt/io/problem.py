@@ -132,8 +132,11 @@ NLP_SCHEMA = {
                                   "by Newton + sparse LU instead of IPOPT"),
     "warm_start": Field("str", default="bdf", choices=nlp_settings.WARM_STARTS),
     "tol": Field("float", default=1e-8, check=positive),
-    "max_iter": Field("int", default=3000, check=lambda n: None if n > 0 else f"must be > 0, got {n}"),
-    "max_wall_time_s": Field("float", default=600.0, check=positive),
+    "max_iter": Field("int", default=nlp_settings.MAX_ITER, check=lambda n: None if n > 0 else f"must be > 0, got {n}",
+                      doc="iteration limit of the NLP solve (CLI: --max-iter)"),
+    "max_wall_time_s": Field("float", default=nlp_settings.MAX_WALL_TIME_S, check=positive,
+                             doc="wall-time limit of the NLP solve in s: transcription, set-up, iterations "
+                                 "(CLI: --max-time)"),
 }
 
 TOP_SCHEMA = {
@@ -240,17 +243,20 @@ def problem_from_dict(data: dict, source: str = "<memory>") -> Problem:
     ver = d["verification"]
     verification = VerificationSettings(**{**ver, "payload_scales": tuple(ver["payload_scales"])}) if ver \
         else VerificationSettings()
-    nlp = _nlp_settings(v, d["nlp"], len(chain.actuated))
+    nlp = _nlp_settings(v, d["nlp"], [chain.joints[i].name for i in chain.actuated])
     return Problem(d["name"], d["description"], chain, outputs, ref, solver, verification, source, nlp)
 
 
-def _nlp_settings(v: Validator, table: dict | None, n_act: int) -> nlp_settings.NlpSettings:
+def _nlp_settings(v: Validator, table: dict | None, motors: list[str]) -> nlp_settings.NlpSettings:
     if not table:
         return nlp_settings.NlpSettings()
     t = dict(table)
-    for key in ("torque_max", "torque_rate_max"):  # one value per motor, never broadcast
-        if t[key] is not None and len(t[key]) != n_act:
-            v.fail(f"nlp.{key}", f"expected {n_act} values (one per motor, in joint order), got {len(t[key])}")
+    for key in ("torque_max", "torque_rate_max"):
+        if t[key] is not None and len(t[key]) != len(motors):  # never broadcast one value to every motor
+            v.fail(f"nlp.{key}", f"expected {len(motors)} values (one per motor: {', '.join(motors)}), "
+                   f"got {len(t[key])}")
+        if t[key] is not None and min(t[key]) <= 0:
+            v.fail(f"nlp.{key}", f"must be > 0 for every motor, got {list(t[key])}")
         t[key] = None if t[key] is None else tuple(t[key])
     return nlp_settings.NlpSettings(**t)
 

@@ -7,6 +7,10 @@
 - backends/: IPOPT through CasADi (default), through cyipopt, and a pyomo.dae model (.nl file);
   newton.py: square NLPs (causal exact tracking) by Newton + SuperLU (casadi and auto backends);
   backend 'auto': Newton if square, else IPOPT via cyipopt with interval-wise derivatives
+- monitor.py: iteration and wall-time limits, live progress and Ctrl-C for every backend
+  (backends/isolated.py: the Pyomo route in a worker process, so its limits hold)
+- feasibility.py: torque / torque-rate bounds against the holding torques and the exact-tracking
+  needs, before solving
 - solve.py: strategy from the zero dynamics, BDF warm start, diagnosis, Trajectory
 Entry points: ``ffopt.nlp.solve.solve_inverse_nlp`` and ``ffopt.nlp.solve.plan_nlp``.
 """

@@ -4,12 +4,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ffopt.errors import ProblemError
+
 TRACKING = ("exact", "band", "penalty")
 OBJECTIVES = ("smoothness", "effort", "tracking")
 SCHEMES = ("radau", "euler")
 STRATEGIES = ("auto", "causal", "noncausal")
 BACKENDS = ("casadi", "cyipopt", "pyomo", "auto")  # auto: the fastest (see backends/casadi_ipopt.solve_auto)
 WARM_STARTS = ("bdf", "none")
+# Default limits of an NLP solve. A converging solve needs far less (E12 torque bounded: 11
+# IPOPT iterations, ~2 s); an infeasible or badly posed one would otherwise run for many minutes.
+MAX_ITER = 1000
+MAX_WALL_TIME_S = 120.0
 
 
 @dataclass(frozen=True)
@@ -32,5 +38,13 @@ class NlpSettings:
     square_by_newton: bool = True  # casadi / auto: a square NLP (a single feasible point) by Newton, not IPOPT
     warm_start: str = "bdf"  # bdf | none
     tol: float = 1e-8
-    max_iter: int = 3000
-    max_wall_time_s: float = 600.0
+    max_iter: int = MAX_ITER  # solver iterations (all runs: a Newton attempt and IPOPT share them)
+    max_wall_time_s: float = MAX_WALL_TIME_S  # transcription, solver set-up and iterations (s)
+
+
+def check_limits(settings: NlpSettings) -> None:
+    """The limits must be positive (they also come from the CLI's --max-iter / --max-time)."""
+    if not (isinstance(settings.max_iter, int) and settings.max_iter > 0):
+        raise ProblemError(f"nlp.max_iter (--max-iter): must be an integer > 0, got {settings.max_iter!r}")
+    if not settings.max_wall_time_s > 0:
+        raise ProblemError(f"nlp.max_wall_time_s (--max-time): must be > 0 s, got {settings.max_wall_time_s!r}")

@@ -21,7 +21,10 @@ from ffopt.dae.forms import choose_dummy_set
 from ffopt.dae.inverse import trajectory_from_states
 from ffopt.errors import FfoptError, ProblemError, SolverError
 from ffopt.models.flexible import FlexibleModel
-from ffopt.nlp.settings import BACKENDS, STRATEGIES, NlpSettings
+from ffopt.nlp.backends.common import stop_status
+from ffopt.nlp.feasibility import TorqueNeeds, check_bounds, torque_needs
+from ffopt.nlp.monitor import SolveMonitor
+from ffopt.nlp.settings import BACKENDS, STRATEGIES, NlpSettings, check_limits
 from ffopt.nlp.transcription import Transcription
 from ffopt.trajectory import Trajectory
 
@@ -35,21 +38,22 @@ def hessian_mode(s: NlpSettings, noncausal: bool) -> str:
     return "limited-memory" if square else "exact"
 
 
-def solve_backend(backend: str, nlp, warm: bool, settings: NlpSettings, transcription=None):
+def solve_backend(backend: str, nlp, warm: bool, settings: NlpSettings, monitor: SolveMonitor, transcription=None):
+    """Run the NLP on one backend within the monitor's limits; the backend's NlpResult."""
     s = settings
     if backend == "pyomo":
         from ffopt.nlp.backends.pyomo_backend import solve_transcription
 
-        return solve_transcription(transcription, nlp, warm, s.tol, s.max_iter, s.max_wall_time_s)
+        return solve_transcription(transcription, nlp, warm, s.tol, monitor)
     if backend == "cyipopt":
         from ffopt.nlp.backends.cyipopt_backend import solve
 
-        return solve(nlp, warm, s.tol, s.max_iter, s.max_wall_time_s)
+        return solve(nlp, warm, s.tol, monitor)
     if backend in ("casadi", "auto"):
         from ffopt.nlp.backends import casadi_ipopt
 
         solve = casadi_ipopt.solve_auto if backend == "auto" else casadi_ipopt.solve
-        return solve(nlp, warm, s.tol, s.max_iter, s.max_wall_time_s, square_by_newton=s.square_by_newton)
+        return solve(nlp, warm, s.tol, monitor, square_by_newton=s.square_by_newton)
     raise ProblemError(f"nlp.backend: must be one of {', '.join(BACKENDS)}; got {backend!r}")
 
 
@@ -106,76 +110,134 @@ def warm_start_trajectory(model, reference, qa_guess, step: float) -> tuple[Traj
 
 
 def solve_inverse_nlp(model: FlexibleModel, reference, settings: NlpSettings, qa_guess=None,
-                      warm: Trajectory | None = None) -> Trajectory:
+                      warm: Trajectory | None = None, progress=None) -> Trajectory:
     """Solve the collocation NLP (strategy already resolved) and return the feedforward.
 
-    warm: a trajectory to start from (the BDF solution) or None for a cold start from rest.
-    Raises SolverError with a diagnosis if the NLP has no solution (e.g. bounds too tight).
+    warm: the BDF solution, the start point if settings.warm_start = 'bdf' (else a cold start
+    from rest), and in any case what exact tracking needs for the bound check. progress: a
+    callable taking a str (warnings, live iteration lines: ``ffopt.nlp.monitor.NlpProgress``).
+    Raises SolverError before solving if a bound is infeasible (``ffopt.nlp.feasibility``), and
+    with a diagnosis if the NLP is not solved within nlp.max_iter / nlp.max_wall_time_s.
+    A Ctrl-C (or an exception of ``progress``) propagates as it is.
     """
     s = settings
+    check_limits(s)
+    say = progress if progress is not None else (lambda msg: None)
+    monitor = SolveMonitor(s.max_iter, s.max_wall_time_s, progress)
     y0 = np.asarray(reference.evaluate(np.array([0.0]))).ravel()
     q_rest = static_equilibrium(model, y0, qa_guess)
     dummy = choose_dummy_set(model, q_rest[: model.layout.n_link])
     noncausal = s.strategy == "noncausal"
-    tic = time.perf_counter()
-    tr = Transcription(model, reference, s, q_rest, noncausal, dummy)
-    use_warm = warm is not None and s.warm_start == "bdf"
-    _precheck_bounds(tr, warm if use_warm else None)
-    guess = tr.guess_from_trajectory(warm) if use_warm else tr.rest_guess()
-    nlp = tr.build(guess)
-    nlp.info["hessian"] = hessian_mode(s, noncausal)
-    t_transcribe = time.perf_counter() - tic
-    res = solve_backend(s.backend, nlp, use_warm, s, tr)
+    try:
+        with monitor.guard():
+            tic = time.perf_counter()
+            tr = Transcription(model, reference, s, q_rest, noncausal, dummy)
+            needs = _check_bounds(tr, warm, qa_guess, say)
+            use_warm = warm is not None and s.warm_start == "bdf"
+            guess = tr.guess_from_trajectory(warm) if use_warm else tr.rest_guess()
+            nlp = tr.build(guess)
+            nlp.info["hessian"] = hessian_mode(s, noncausal)
+            t_transcribe = time.perf_counter() - tic
+            res = solve_backend(s.backend, nlp, use_warm, s, monitor, tr)
+    except KeyboardInterrupt:
+        monitor.close("interrupted")
+        raise
+    if res.status == "User_Requested_Stop" and monitor.limit_reached():
+        res.status = stop_status(monitor)  # stopped by the monitor at the wall-time limit
     sol = tr.unpack(res.w)
     if not res.success:
-        raise SolverError(_diagnose(tr, res, sol))
-    return _trajectory(model, reference, tr, nlp, res, sol, t_transcribe, use_warm)
+        monitor.close(f"stopped ({res.status})")
+        raise SolverError(_diagnose(tr, res, sol, monitor, needs))
+    traj = _trajectory(model, reference, tr, nlp, res, sol, t_transcribe, use_warm)
+    traj.stats.update({"iterations_total": monitor.iterations, "time_nlp_stage_s": monitor.elapsed()})
+    return traj
 
 
-def _precheck_bounds(tr: Transcription, warm: Trajectory | None) -> None:
-    """Exact causal tracking determines u uniquely: bounds below the BDF peak are infeasible."""
+def _check_bounds(tr: Transcription, warm: Trajectory | None, qa_guess, say) -> TorqueNeeds | None:
+    """Bounds against the holding torques and the exact-tracking needs: SolverError if no plan can
+    meet them, a warning line if they only cost tool accuracy (``ffopt.nlp.feasibility``)."""
     s = tr.settings
-    if warm is None or s.tracking != "exact" or tr.noncausal or s.torque_max is None:
-        return
-    tmax = tr._per_motor(s.torque_max, "nlp.torque_max")
-    peak = np.abs(warm.u).max(axis=0)
-    bad = np.nonzero(peak > tmax * (1 + 1e-3))[0]
-    if bad.size:
-        j = int(bad[0])
-        k = int(np.argmax(np.abs(warm.u[:, j])))
-        raise SolverError(
-            f"NLP infeasible: exact tracking needs |u{j + 1}| = {peak[j]:.4g} N m at t = {warm.t[k]:.4g} s, "
-            f"above nlp.torque_max = {tmax[j]:.4g} N m (exact causal tracking from rest determines u "
-            "uniquely). Set nlp.tracking = 'band' or 'penalty' to trade tool error for torque, raise "
-            "the bound, or slow the motion (reference.duration).")
+    if s.torque_max is None and s.torque_rate_max is None:
+        return None
+    needs = torque_needs(tr.model, tr.reference, tr.q_rest, warm, qa_guess)
+    tmax = None if s.torque_max is None else tr._per_motor(s.torque_max, "nlp.torque_max")
+    rmax = None if s.torque_rate_max is None else tr._per_motor(s.torque_rate_max, "nlp.torque_rate_max")
+    warnings = check_bounds(needs, tmax, rmax, s.tracking, tr.noncausal)
+    for line in warnings:
+        say(line)
+    return needs
 
 
-def _diagnose(tr: Transcription, res, sol) -> str:
+def _diagnose(tr: Transcription, res, sol, monitor: SolveMonitor, needs: TorqueNeeds | None) -> str:
+    """Why the NLP was not solved: the limit or status, the last iterate, and what to try."""
     s = tr.settings
-    msg = [f"NLP not solved ({res.backend}: {res.status} after {res.iterations} iterations)."]
-    viol = res.max_constraint_violation()
-    if np.isfinite(viol):
-        msg.append(f"largest scaled constraint violation {viol:.3g}")
-    err_mm = 1e3 * np.abs(sol["E"]).max()
-    if s.torque_max is not None or s.torque_rate_max is not None:
-        u = sol["u"][:, 1:]
-        bits = []
-        if s.torque_max is not None:
-            tmax = tr._per_motor(s.torque_max, "nlp.torque_max")
-            bits.append("torque use " + ", ".join(f"{x:.0%}" for x in np.abs(u).max(axis=1) / tmax))
-        msg.append(f"at the last iterate: tool error {err_mm:.3g} mm, {'; '.join(bits)}")
-        if s.tracking == "exact":
-            msg.append("The torque bounds are probably too tight for exact tracking: set nlp.tracking = "
-                       "'band' (with nlp.band_mm) or 'penalty', raise nlp.torque_max / torque_rate_max, or slow "
-                       "the motion.")
-        elif s.tracking == "band":
-            msg.append(f"No motion keeps the tool within nlp.band_mm = {s.band_mm:g} mm under these bounds: widen "
-                       "the band, use nlp.tracking = 'penalty', or raise the bounds.")
-        else:
-            msg.append("Try a smaller nlp.penalty_weight, a warm start, or wider bounds.")
+    limit = monitor.limit_reached(res.status)
+    if limit == "max_wall_time":
+        head = f"NLP stopped at its wall-time limit of {s.max_wall_time_s:g} s (nlp.max_wall_time_s, --max-time)"
+    elif limit == "max_iter":
+        head = f"NLP stopped at its iteration limit of {s.max_iter} (nlp.max_iter, --max-iter)"
     else:
-        msg.append("Try nlp.warm_start = 'bdf', a smaller nlp.step, or more nlp.max_iter.")
+        head = "NLP not solved"
+    solver = monitor.solver or res.backend
+    msg = [f"{head}: {solver} ended with status {res.status} after {monitor.iterations} iterations and "
+           f"{monitor.elapsed():.1f} s" + (f"; {res.note}" if res.note else "") + "."]
+    if monitor.history:
+        msg.append(_last_iterate(tr, res, sol, monitor) + ".")
+        trend = monitor.trend()
+        if trend:
+            msg.append(trend[0].upper() + trend[1:] + ".")
+    else:
+        msg.append("No iteration was done.")
+    msg.append("What to try: " + _advice(s, limit, needs, monitor, res.backend))
     return " ".join(msg)
+
+
+def _last_iterate(tr: Transcription, res, sol, monitor: SolveMonitor) -> str:
+    s = tr.settings
+    viol = res.max_constraint_violation()
+    infeasibility = viol if np.isfinite(viol) else monitor.last.infeasibility
+    bits = [f"primal infeasibility {infeasibility:.2e} (scaled constraints)",
+            f"tool error {1e3 * np.abs(sol['E']).max():.4g} mm"]
+    u = sol["u"][:, 1:]
+    if s.torque_max is not None:
+        tmax = tr._per_motor(s.torque_max, "nlp.torque_max")
+        bits.append("torque-bound use " + ", ".join(f"{x:.0%}" for x in np.abs(u).max(axis=1) / tmax))
+    if s.torque_rate_max is not None:
+        rmax = tr._per_motor(s.torque_rate_max, "nlp.torque_rate_max")
+        dt = np.diff(sol["t"])
+        rate = np.abs(np.diff(sol["u"], axis=1) / dt[None, :]).max(axis=1)
+        bits.append("torque-rate-bound use " + ", ".join(f"{x:.0%}" for x in rate / rmax))
+    return "At the last iterate: " + ", ".join(bits)
+
+
+def _advice(s: NlpSettings, limit: str | None, needs: TorqueNeeds | None, monitor: SolveMonitor, backend: str) -> str:
+    tips = []
+    bounded = s.torque_max is not None or s.torque_rate_max is not None
+    if bounded and needs is not None and needs.peak is not None:
+        peaks = ", ".join(f"{p:.0f}" for p in needs.peak)
+        need = f" (exact tracking peaks at {peaks} N m)"
+    else:
+        need = ""
+    if bounded and s.tracking == "exact":
+        tips.append("the bounds are probably too tight for exact tracking: set nlp.tracking = 'band' (with "
+                    f"nlp.band_mm) or 'penalty', raise nlp.torque_max / torque_rate_max{need}, or slow the motion")
+    elif bounded and s.tracking == "band":
+        tips.append(f"no motion may keep the tool within nlp.band_mm = {s.band_mm:g} mm under these bounds: widen "
+                    f"the band, use nlp.tracking = 'penalty', raise the bounds{need}, or slow the motion")
+    elif bounded:
+        tips.append(f"bounds far below what the path needs{need} make the penalty NLP slow and its plan poor: raise "
+                    "nlp.torque_max / torque_rate_max or slow the motion (reference.duration); a smaller "
+                    "nlp.penalty_weight eases the NLP but allows a larger tool error")
+    else:
+        tips.append("nlp.warm_start = 'bdf', a smaller nlp.step")
+    if backend == "pyomo" and not monitor.history:
+        tips.append("nlp.backend = 'auto' (the pyomo backend is for cross-checks: its set-up takes minutes on fine "
+                    "grids)")
+    if limit is not None:
+        improving = len(monitor.history) > 1 and monitor.last.infeasibility < 0.1 * monitor.history[0].infeasibility
+        key = "--max-time / nlp.max_wall_time_s" if limit == "max_wall_time" else "--max-iter / nlp.max_iter"
+        tips.append(f"a larger limit ({key})" + (" since the infeasibility was still falling" if improving else ""))
+    return "; ".join(tips) + "."
 
 
 def _trajectory(model, reference, tr, nlp, res, sol, t_transcribe, warm) -> Trajectory:
@@ -211,20 +273,26 @@ def _trajectory(model, reference, tr, nlp, res, sol, t_transcribe, warm) -> Traj
 
 def plan_nlp(problem, progress=None) -> Trajectory:
     """The `nlp` method of ``ffopt.plan``: strategy, BDF warm start, NLP, stats for summary.json."""
-    say = progress or (lambda msg: None)
+    say = progress if progress is not None else (lambda msg: None)
     model, reference = problem.model, problem.reference
     guess = problem.reference_spec.joint_guess
     settings, info = choose_strategy(model, reference, problem.nlp, guess)
     say(f"NLP strategy: {info['strategy']} ({info['strategy_reason']}); zero dynamics: {info['zero_dynamics']}")
     warm = None
-    if settings.warm_start == "bdf":
-        say(f"warm start: BDF-6, h = {problem.solver.step * 1e3:g} ms")
+    bounded = settings.torque_max is not None or settings.torque_rate_max is not None
+    if settings.warm_start == "bdf" or bounded:  # with bounds: also what exact tracking needs
+        purpose = "warm start" if settings.warm_start == "bdf" else "what exact tracking needs (bound check)"
+        say(f"{purpose}: BDF-6, h = {problem.solver.step * 1e3:g} ms")
         warm, winfo = warm_start_trajectory(model, reference, guess, problem.solver.step)
         info.update(winfo)
-        if warm is None:
+        if warm is None and settings.warm_start == "bdf":
             say(f"BDF solution not usable ({winfo['bdf_status']}): cold start from rest")
     say(f"solving the NLP: {settings.scheme} degree {settings.degree}, h = {settings.step * 1e3:g} ms, "
-        f"tracking {settings.tracking}, backend {settings.backend}")
-    traj = solve_inverse_nlp(model, reference, settings, guess, warm)
+        f"tracking {settings.tracking}, backend {settings.backend}; limits {settings.max_iter} iterations, "
+        f"{settings.max_wall_time_s:g} s")
+    traj = solve_inverse_nlp(model, reference, settings, guess, warm, progress)
+    st = traj.stats
+    say(f"NLP solved: {st.get('nlp_method')} ({st.get('backend')}), {st.get('iterations_total')} iterations, "
+        f"{st.get('time_nlp_stage_s', float('nan')):.2f} s")
     traj.stats.update(info)
     return traj

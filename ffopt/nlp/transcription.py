@@ -327,9 +327,10 @@ class Transcription:
         return 1.0 / np.maximum(per_eq, 1e-12)
 
     def _per_motor(self, values, name) -> np.ndarray:
-        arr = np.atleast_1d(np.asarray(values, float))
-        if arr.size != self.N:  # never broadcast: one value for two motors is a mistake, not a shorthand
-            raise ProblemError(f"{name}: expected {self.N} values (one per motor), got {arr.size}")
+        arr = np.atleast_1d(np.asarray(values, float)).ravel()
+        if arr.size != self.N:  # never broadcast: a value per motor, in the order of the actuated joints
+            motors = ", ".join(self.model.chain.joints[i].name for i in self.model.layout.actuated)
+            raise ProblemError(f"{name}: expected {self.N} values (one per motor: {motors}), got {arr.size}")
         if np.any(arr <= 0):
             raise ProblemError(f"{name}: must be > 0, got {arr.tolist()}")
         return arr

@@ -24,6 +24,7 @@ class NlpResult:
     lbg: np.ndarray | None = None
     ubg: np.ndarray | None = None
     method: str = "ipopt"  # or newton (square NLP, see backends/newton.py)
+    note: str = ""  # what the diagnosis should know (e.g. stopped during the solver set-up)
 
     @property
     def time_ipopt_s(self) -> float:
@@ -41,6 +42,26 @@ class NlpResult:
                 "time_solve_s": self.time_total_s, "time_ipopt_s": self.time_ipopt_s,
                 "time_function_eval_s": self.time_function_eval_s, "time_build_s": self.time_build_s,
                 "max_constraint_violation_scaled": self.max_constraint_violation()}
+
+
+def constraint_violation(w, g, lbx, ubx, lbg, ubg) -> float:
+    """Largest violation of the (scaled) constraints and variable bounds: the primal infeasibility."""
+    parts = [np.zeros(1), lbg - g, g - ubg, lbx - w, w - ubx]
+    return float(np.nanmax(np.concatenate([np.asarray(p, float).ravel() for p in parts])))
+
+
+def stop_status(monitor) -> str:
+    """The IPOPT status name for a run the monitor stopped."""
+    return {"max_wall_time": "Maximum_WallTime_Exceeded", "max_iter": "Maximum_Iterations_Exceeded"}.get(
+        monitor.stop_reason, "User_Requested_Stop")
+
+
+def not_started(w0: np.ndarray, backend: str, monitor, note: str = "", time_build_s: float = 0.0) -> NlpResult:
+    """The result of a solve whose limits were used up before its solver could start."""
+    monitor.expired()
+    return NlpResult(w=np.asarray(w0, float), f=float("nan"), status=stop_status(monitor), success=False,
+                     iterations=monitor.iterations, time_total_s=0.0, time_function_eval_s=0.0,
+                     time_build_s=time_build_s, backend=backend, note=note)
 
 
 def ipopt_options(warm: bool, tol: float, max_iter: int, max_wall_time: float, hessian: str = "exact") -> dict:

@@ -15,17 +15,21 @@ import numpy as np
 
 from ffopt import interrupt
 from ffopt.errors import SolverError
-from ffopt.nlp.backends.common import SUCCESS_STATUSES, NlpResult, ipopt_options
+from ffopt.nlp.backends.common import SUCCESS_STATUSES, NlpResult, constraint_violation, ipopt_options, not_started
+from ffopt.nlp.monitor import SolveMonitor
 from ffopt.nlp.transcription import NlpProblem
 
 
 class _CasadiCallbacks:
     """The callback object cyipopt expects, timing every function evaluation."""
 
-    def __init__(self, problem: NlpProblem):
+    def __init__(self, problem: NlpProblem, monitor: SolveMonitor):
         w, f, g = problem.w, problem.f, problem.g
         self.time_eval = 0.0
         self.iterations = 0
+        self.monitor = monitor
+        self.ipopt = None  # the cyipopt.Problem, for the current iterate
+        self.bounds = (problem.lbx, problem.ubx, problem.lbg, problem.ubg)
         self._f = ca.Function("f", [w], [f])
         self._grad = ca.Function("grad_f", [w], [ca.gradient(f, w)])
         self._g = ca.Function("g", [w], [g])
@@ -71,9 +75,17 @@ class _CasadiCallbacks:
             return self._der.hess.rows, self._der.hess.cols
         return self._hess_sp.get_triplet()
 
-    def intermediate(self, alg_mod, iter_count, *args):
+    def intermediate(self, alg_mod, iter_count, obj_value, inf_pr, *args):
+        """Once per IPOPT iteration: report it; False stops IPOPT (wall time used up, or interrupted).
+        The infeasibility is the one every backend reports (``constraint_violation`` of the NLP as
+        ffopt scales it); IPOPT's own inf_pr (slack-based, in IPOPT's scaling) only where the
+        iterate is not available (restoration phase)."""
         self.iterations = int(iter_count)
-        return not interrupt.received()  # Ctrl-C: stop IPOPT between iterations (interrupt.deferred)
+        if interrupt.received():  # Ctrl-C held by interrupt.deferred(): stop IPOPT between iterations
+            return False
+        it = self.ipopt.get_current_iterate() if self.ipopt is not None else None
+        infeasibility = inf_pr if it is None else constraint_violation(it["x"], it["g"], *self.bounds)
+        return self.monitor.iteration(iter_count, obj_value, infeasibility)
 
     def hessian(self, w, lam, sigma):
         if self._der is not None:
@@ -81,28 +93,40 @@ class _CasadiCallbacks:
         return np.array(self._timed(self._hess, w, sigma, lam).nonzeros())
 
 
-def solve(problem: NlpProblem, warm: bool, tol: float, max_iter: int, max_wall_time: float,
+def solve(problem: NlpProblem, warm: bool, tol: float, monitor: SolveMonitor,
           w0: np.ndarray | None = None) -> NlpResult:
+    """IPOPT via cyipopt. An exception in a callback (e.g. KeyboardInterrupt from Ctrl-C) stops
+    IPOPT at the next iteration and cyipopt re-raises it."""
     try:
         import cyipopt
     except ImportError as err:  # pragma: no cover - cyipopt-wheels is a dependency
         raise SolverError(f"nlp.backend = 'cyipopt' needs the cyipopt module (pip install cyipopt-wheels): {err}")
+    w_start = problem.w0 if w0 is None else w0
+    if monitor.expired():
+        return not_started(w_start, "cyipopt", monitor)
     tic = time.perf_counter()
-    cb = _CasadiCallbacks(problem)
+    cb = _CasadiCallbacks(problem, monitor)
     big = 1e19  # IPOPT's infinity
     nlp = cyipopt.Problem(n=problem.n_variables, m=problem.n_constraints, problem_obj=cb,
                           lb=np.clip(problem.lbx, -big, big), ub=np.clip(problem.ubx, -big, big),
                           cl=np.clip(problem.lbg, -big, big), cu=np.clip(problem.ubg, -big, big))
-    for key, value in ipopt_options(warm, tol, max_iter, max_wall_time, problem.info.get("hessian", "exact")).items():
-        nlp.add_option(key, value)
+    cb.ipopt = nlp
     t_build = time.perf_counter() - tic
+    if monitor.expired():
+        return not_started(w_start, "cyipopt", monitor, "the limit was used up while the derivatives were set up",
+                           t_build)
+    for key, value in ipopt_options(warm, tol, monitor.remaining_iterations(), monitor.remaining_time(),
+                                    problem.info.get("hessian", "exact")).items():
+        nlp.add_option(key, value)
+    monitor.begin("IPOPT via cyipopt")
     tic = time.perf_counter()
     with interrupt.deferred():  # never a KeyboardInterrupt inside a callback
-        w, info = nlp.solve(problem.w0 if w0 is None else w0)
+        w, info = nlp.solve(w_start)
     wall = time.perf_counter() - tic
     status = info["status_msg"].decode() if isinstance(info["status_msg"], bytes) else str(info["status_msg"])
     status_name = _STATUS_NAMES.get(info["status"], status)
     iters = cb.iterations
+    monitor.end_run(iters)
     return NlpResult(w=np.asarray(w, float), f=float(info["obj_val"]), status=status_name,
                      success=status_name in SUCCESS_STATUSES, iterations=iters, time_total_s=wall,
                      time_function_eval_s=cb.time_eval, time_build_s=t_build, backend="cyipopt",

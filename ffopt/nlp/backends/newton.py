@@ -9,7 +9,7 @@ LU of J alone (SuperLU, COLAMD ordering: fill 1.6x) takes ~0.05 s (results/nlp.m
 
 The iteration is damped Newton (backtracking on ||g||_inf); it stops when the scaled residual
 is below ``feas_tol`` (the same constr_viol_tol the IPOPT backends use). Returns None when the
-NLP is not square or Newton fails, so the caller can fall back to IPOPT.
+NLP is not square; if Newton fails, the caller falls back to IPOPT.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ import numpy as np
 import scipy.sparse
 import scipy.sparse.linalg
 
-from ffopt.nlp.backends.common import NlpResult
+from ffopt.nlp.backends.common import NlpResult, not_started, stop_status
+from ffopt.nlp.monitor import SolveMonitor
 from ffopt.nlp.transcription import NlpProblem
 
 
@@ -36,12 +37,21 @@ def free_variables(problem: NlpProblem) -> np.ndarray | None:
     return free
 
 
-def solve_square(problem: NlpProblem, feas_tol: float, max_iter: int = 30, max_wall_time: float = 600.0,
+def solve_square(problem: NlpProblem, feas_tol: float, monitor: SolveMonitor, max_iter: int = 30,
                  w0: np.ndarray | None = None) -> NlpResult | None:
-    """Damped Newton with SuperLU (COLAMD); None if the NLP is not square or Newton fails."""
+    """Damped Newton with SuperLU (COLAMD); None if the NLP is not square.
+
+    Every iteration is reported to ``monitor`` (objective, max-norm of the residual), which stops
+    the iteration when the wall time is used up. The result says whether Newton succeeded; its
+    status otherwise: Maximum_Iterations_Exceeded, Maximum_WallTime_Exceeded, Singular_Jacobian,
+    Newton_Stalled, Newton_Diverged (non-finite residual) or User_Requested_Stop.
+    """
     free = free_variables(problem)
     if free is None:
         return None
+    w = np.array(problem.w0 if w0 is None else w0, float).copy()
+    if monitor.expired():
+        return not_started(w, "casadi", monitor)
     tic = time.perf_counter()
     w_sym = problem.w
     g_fun = ca.Function("g", [w_sym], [problem.g])
@@ -52,35 +62,40 @@ def solve_square(problem: NlpProblem, feas_tol: float, max_iter: int = 30, max_w
     f_fun = ca.Function("f", [w_sym], [problem.f])
     t_build = time.perf_counter() - tic
 
+    monitor.begin("Newton (square NLP)")
     tic = time.perf_counter()
     t_eval = 0.0
-    w = np.array(problem.w0 if w0 is None else w0, float).copy()
     fixed = problem.lbx == problem.ubx
     w[fixed] = problem.lbx[fixed]
     target = problem.lbg
 
-    def residual(x):
+    def evaluate(fun, x):
         nonlocal t_eval
         t = time.perf_counter()
-        r = np.array(g_fun(x)).ravel() - target
+        out = fun(x)
         t_eval += time.perf_counter() - t
-        return r
+        return out
+
+    def residual(x):
+        return np.array(evaluate(g_fun, x)).ravel() - target
 
     r = residual(w)
     norm = np.abs(r).max()
     iters, status = 0, "Maximum_Iterations_Exceeded"
     while True:
+        go_on = monitor.iteration(iters, float(evaluate(f_fun, w)), norm)
         if norm <= feas_tol:
             status = "Solve_Succeeded"
             break
-        if iters >= max_iter or not np.isfinite(norm):
+        if not go_on:
+            status = stop_status(monitor)
             break
-        if time.perf_counter() - tic > max_wall_time:
-            status = "Maximum_WallTime_Exceeded"
+        if not np.isfinite(norm):
+            status = "Newton_Diverged"
             break
-        t = time.perf_counter()
-        J = jac_fun(w)[:, free]
-        t_eval += time.perf_counter() - t
+        if iters >= max_iter:
+            break
+        J = evaluate(jac_fun, w)[:, free]
         try:
             step = scipy.sparse.linalg.splu(J.tocsc(), permc_spec="COLAMD").solve(-r)
         except RuntimeError:  # exactly singular Jacobian
@@ -100,12 +115,8 @@ def solve_square(problem: NlpProblem, feas_tol: float, max_iter: int = 30, max_w
         if not accepted:
             status = "Newton_Stalled"
             break
-    if status != "Solve_Succeeded":
-        return None
-    t = time.perf_counter()
-    f = float(f_fun(w))
-    t_eval += time.perf_counter() - t
-    return NlpResult(w=w, f=f, status=status, success=True, iterations=iters,
-                     time_total_s=time.perf_counter() - tic, time_function_eval_s=t_eval, time_build_s=t_build,
-                     backend="casadi", g=r + target, lbg=problem.lbg, ubg=problem.ubg,
+    monitor.end_run(iters)
+    return NlpResult(w=w, f=float(evaluate(f_fun, w)), status=status, success=status == "Solve_Succeeded",
+                     iterations=iters, time_total_s=time.perf_counter() - tic, time_function_eval_s=t_eval,
+                     time_build_s=t_build, backend="casadi", g=r + target, lbg=problem.lbg, ubg=problem.ubg,
                      method="newton (square NLP, SuperLU)")

@@ -23,7 +23,10 @@ import casadi as ca
 import numpy as np
 
 from ffopt.errors import SolverError
-from ffopt.nlp.backends.common import NlpResult, ipopt_options
+from ffopt.nlp.backends.casadi_ipopt import IterationCallback, result_from_nlpsol
+from ffopt.nlp.backends.common import NlpResult, ipopt_options, not_started
+from ffopt.nlp.backends.isolated import run_isolated
+from ffopt.nlp.monitor import SolveMonitor
 
 
 # ----------------------------------------------------------------------------- SX -> Pyomo
@@ -190,10 +193,25 @@ def _objective(tr, nlp, m, dU, E, dt, tc):
 
 
 # ----------------------------------------------------------------------------- .nl -> CasADi -> IPOPT
-def solve_transcription(tr, nlp, warm: bool, tol: float, max_iter: int, max_wall_time: float) -> NlpResult:
+def solve_transcription(tr, nlp, warm: bool, tol: float, monitor: SolveMonitor) -> NlpResult:
+    """Build the Pyomo model, write and import the .nl file, solve with IPOPT: in a worker process
+    (``backends/isolated.py``), because the .nl writer and CasADi's set-up of the imported model are
+    long single calls that neither a limit nor Ctrl-C could otherwise stop."""
+    res = run_isolated(lambda mon: _solve(tr, nlp, warm, tol, mon), monitor, "pyomo backend")
+    if res is not None:
+        return res
+    note = ("the limit was reached while the pyomo backend was still setting up (Pyomo's .nl writer and CasADi's "
+            "derivatives of the imported model take minutes for large grids)" if not monitor.history else
+            "the pyomo worker was ended at the limit")
+    return not_started(nlp.w0, "pyomo", monitor, note)
+
+
+def _solve(tr, nlp, warm: bool, tol: float, monitor: SolveMonitor) -> NlpResult:
     tic = time.perf_counter()
     m = build_pyomo_model(tr, nlp)
     index = _initialise(tr, nlp, m)
+    if monitor.expired():
+        return not_started(nlp.w0, "pyomo", monitor, "the limit was reached while Pyomo built the model")
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "ffopt_nlp.nl")
         _, smap_id = m.write(path, format="nl", io_options={"symbolic_solver_labels": False})
@@ -202,26 +220,29 @@ def solve_transcription(tr, nlp, warm: bool, tol: float, max_iter: int, max_wall
     smap = m.solutions.symbol_map[smap_id]
     order = _nl_order(smap, index, builder)
     x = ca.vertcat(*builder.x)
+    if monitor.expired():
+        return not_started(nlp.w0, "pyomo", monitor, "the limit was reached while the .nl file was written and read")
+    lbx, ubx, lbg, ubg = (np.array(b, float) for b in (builder.x_lb, builder.x_ub, builder.g_lb, builder.g_ub))
+    callback = IterationCallback(monitor, lbx, ubx, lbg, ubg)
     solver = ca.nlpsol("ffopt_pyomo", "ipopt", {"x": x, "f": builder.f, "g": ca.vertcat(*builder.g)},
-                       {"ipopt": ipopt_options(warm, tol, max_iter, max_wall_time), "print_time": False,
+                       {"ipopt": ipopt_options(warm, tol, monitor.remaining_iterations(), monitor.remaining_time()),
+                        "print_time": False, "iteration_callback": callback,
                         "expand": True})  # .nl expressions are scalar MX graphs: SX is far faster
     t_build = time.perf_counter() - tic
+    if monitor.expired():
+        return not_started(nlp.w0, "pyomo", monitor, "the limit was reached while CasADi set up IPOPT", t_build)
+    monitor.begin("IPOPT via CasADi (Pyomo model)")
     tic = time.perf_counter()
-    sol = solver(x0=_start_values(smap, builder), lbx=builder.x_lb, ubx=builder.x_ub, lbg=builder.g_lb, ubg=builder.g_ub)
-    wall = time.perf_counter() - tic
-    st = solver.stats()
-    x_opt = np.array(sol["x"]).ravel()
-    w = nlp.w0.copy()
+    sol = solver(x0=_start_values(smap, builder), lbx=lbx, ubx=ubx, lbg=lbg, ubg=ubg)
+    # (the objective in the .nl file is the scaled one already)
+    res = result_from_nlpsol(solver, sol, "pyomo", time.perf_counter() - tic, t_build, lbg, ubg)
+    monitor.end_run(res.iterations)
+    x_opt = res.w
+    res.w = nlp.w0.copy()  # .nl variables back to the transcription's layout
     for k, target in enumerate(order):
         if target >= 0:
-            w[target] = x_opt[k]
-    g = np.array(sol["g"]).ravel()
-    f_scale = 1.0  # the objective in the .nl file is the scaled one already
-    return NlpResult(w=w, f=float(sol["f"]) * f_scale, status=st["return_status"], success=bool(st["success"]),
-                     iterations=int(st["iter_count"]), time_total_s=wall,
-                     time_function_eval_s=sum(v for k, v in st.items() if k.startswith("t_wall_nlp_")),
-                     time_build_s=t_build, backend="pyomo", g=g, lbg=np.array(builder.g_lb),
-                     ubg=np.array(builder.g_ub))
+            res.w[target] = x_opt[k]
+    return res
 
 
 def _initialise(tr, nlp, m) -> dict:

@@ -1,0 +1,79 @@
+"""Run a solve in a forked worker process, so that its limits and Ctrl-C hold even inside long
+single calls that never return to Python.
+
+The Pyomo backend spends most of its time in such calls: on E12 at h = 2 ms, Pyomo's .nl writer
+takes ~70 s and CasADi's derivative set-up of the imported model ~260 s, and neither checks for
+limits or signals (measured: a 15 s limit ended after 367 s, and Ctrl-C waited for the set-up).
+In a worker, the parent process stays responsive: it replays the worker's iterates into the
+``SolveMonitor`` (progress, history), ends the worker once the wall time is used up (plus a
+short grace for the worker's own, orderly stop) and on Ctrl-C, and returns the worker's result.
+Where ``fork`` is not available (or this process may not have children) the solve runs in this
+process, with the limit checked between its phases.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import signal
+
+from ffopt.errors import SolverError
+from ffopt.nlp.monitor import SolveMonitor
+
+GRACE_S = 1.0  # the worker stops itself at the limit; it is killed if it has not after this
+POLL_S = 0.05
+
+
+def run_isolated(solve, monitor: SolveMonitor, what: str):
+    """``solve(monitor)`` in a worker process; its result, or None if it was ended at the wall-time
+    limit before it returned. Exceptions of the worker are raised here."""
+    if "fork" not in multiprocessing.get_all_start_methods() or multiprocessing.current_process().daemon:
+        return solve(monitor)  # no fork, or a daemon process (a pool worker) that may not have children
+    ctx = multiprocessing.get_context("fork")
+    receive, send = ctx.Pipe(duplex=False)
+    worker = ctx.Process(target=_worker, args=(solve, monitor, send), name=f"ffopt {what}", daemon=True)
+    worker.start()
+    send.close()
+    try:
+        return _follow(worker, receive, monitor, what)
+    finally:
+        if worker.is_alive():
+            worker.kill()
+        worker.join()
+        receive.close()
+
+
+def _worker(solve, monitor: SolveMonitor, send) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and ends this process
+    monitor.progress = None
+    monitor.sink = lambda rec, solver: send.send(("iterate", rec, solver))
+    try:
+        message = ("result", solve(monitor))
+    except BaseException as err:  # noqa: BLE001 - every failure is reported to the parent
+        message = ("error", err)
+    try:
+        send.send(message)
+    except Exception as err:  # an exception that does not pickle
+        send.send(("error", SolverError(f"{message[1]!r} ({err})")))
+
+
+def _follow(worker, receive, monitor: SolveMonitor, what: str):
+    while True:
+        if receive.poll(POLL_S):
+            try:
+                kind, *payload = receive.recv()
+            except EOFError:
+                raise SolverError(f"{what}: the worker process ended without a result "
+                                  f"(exit code {worker.exitcode})") from None
+            if kind == "iterate":
+                monitor.record(*payload)
+                if monitor.stop_reason in ("interrupted", "callback_error"):
+                    return None  # the progress callback raised: the caller's guard re-raises it
+            elif kind == "result":
+                return payload[0]
+            else:
+                raise payload[0]
+        elif monitor.elapsed() > monitor.max_wall_time_s + GRACE_S:
+            monitor.expired()
+            return None
+        elif not worker.is_alive() and not receive.poll():
+            raise SolverError(f"{what}: the worker process ended without a result (exit code {worker.exitcode})")

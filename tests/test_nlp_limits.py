@@ -1,0 +1,332 @@
+"""Bounded NLP solve time: iteration and wall-time limits in every backend, live progress,
+Ctrl-C, and the infeasibility diagnosis before any solver iteration (ffopt.nlp.monitor,
+ffopt.nlp.feasibility).
+
+The test NLP: E1 complete (no gravity) at h = 10 ms with penalty tracking and |u| bounded at 20 %
+of what exact tracking needs. It is feasible but hard: IPOPT needs ~135 iterations (2 s) to solve
+it, so small limits stop it mid-way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import ffopt.nlp.solve as nlp_solve
+from ffopt.errors import ProblemError, SolverError
+from ffopt.io.problem import load_problem
+from ffopt.nlp.monitor import NlpProgress, SolveMonitor
+from ffopt.nlp.settings import NlpSettings
+from ffopt.nlp.solve import solve_inverse_nlp, warm_start_trajectory
+
+PROBLEMS = Path(__file__).resolve().parents[1] / "problems"
+E1_PEAK = 42706.0  # |u| peak of exact tracking on E1 complete (BDF-6, 1 ms)
+BACKENDS = ["casadi", "cyipopt", "auto", pytest.param("pyomo", marks=pytest.mark.slow)]
+
+
+@functools.lru_cache(maxsize=None)
+def _problem(name):
+    p = load_problem(PROBLEMS / name)
+    m, r, g = p.model, p.reference, p.reference_spec.joint_guess
+    warm, _ = warm_start_trajectory(m, r, g, 1e-3)
+    return p, m, r, g, warm
+
+
+def _hard_e1(**changes):
+    """The slow-to-solve E1 NLP (penalty tracking, bound at 20 % of the need)."""
+    s = NlpSettings(strategy="causal", step=1e-2, tracking="penalty", torque_max=(0.2 * E1_PEAK,))
+    return dataclasses.replace(s, **changes)
+
+
+def _solve(settings, name="e1_complete.toml", progress=None):
+    _, m, r, g, warm = _problem(name)
+    return solve_inverse_nlp(m, r, settings, g, warm, progress)
+
+
+class Recorder(list):
+    """A progress callback that keeps every message; live messages at every iteration."""
+
+    live_interval_s = 0.0
+
+    def __call__(self, msg):
+        self.append(msg)
+
+
+# ------------------------------------------------------------------------------ limits
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_iteration_limit_ends_the_solve_with_a_diagnosis(backend):
+    with pytest.raises(SolverError) as err:
+        _solve(_hard_e1(backend=backend, max_iter=5))
+    msg = str(err.value)
+    assert "NLP stopped at its iteration limit of 5 (nlp.max_iter, --max-iter)" in msg
+    assert "Maximum_Iterations_Exceeded after 5 iterations" in msg
+    # the last iterate: infeasibility, tool error, use of the bound; and what to try
+    assert "primal infeasibility" in msg and "tool error" in msg and "torque-bound use" in msg
+    assert "a larger limit (--max-iter / nlp.max_iter)" in msg
+
+
+@pytest.mark.parametrize("backend", ["casadi", "cyipopt", pytest.param("pyomo", marks=pytest.mark.slow)])
+def test_wall_time_limit_ends_the_solve_within_a_small_bound(backend):
+    limit = 1.0
+    tic = time.perf_counter()
+    with pytest.raises(SolverError, match=r"NLP stopped at its wall-time limit of 1 s \(nlp.max_wall_time_s, "
+                                          r"--max-time\).*What to try:.*--max-time"):
+        _solve(_hard_e1(backend=backend, step=2.5e-3, max_wall_time_s=limit))  # solved: 235 iterations, 5 s
+    # the limit covers transcription, set-up and iterations; one iteration here takes ~20 ms
+    assert time.perf_counter() - tic < limit + 1.5
+
+
+def test_newton_route_honours_both_limits(monkeypatch):
+    """Square NLP (exact causal tracking, no bounds): Newton from rest needs several iterations.
+    An iteration limit of 1 stops it (no IPOPT fallback with a fresh budget); so does the wall
+    time, here on a clock that advances 1 s per reading."""
+    settings = NlpSettings(strategy="causal", step=1e-2, warm_start="none")
+    traj = _solve(settings)
+    assert traj.stats["nlp_method"].startswith("newton") and traj.stats["iterations"] >= 2
+    with pytest.raises(SolverError, match=r"iteration limit of 1 .*Newton \(square NLP\) ended with status "
+                                          r"Maximum_Iterations_Exceeded after 1 iterations"):
+        _solve(dataclasses.replace(settings, max_iter=1))
+    ticks = iter(range(10**6))
+    monkeypatch.setattr(nlp_solve, "SolveMonitor", functools.partial(SolveMonitor, clock=lambda: float(next(ticks))))
+    with pytest.raises(SolverError, match=r"wall-time limit of 4 s.*Newton \(square NLP\) ended with status "
+                                          r"Maximum_WallTime_Exceeded"):
+        _solve(dataclasses.replace(settings, max_wall_time_s=4.0))
+
+
+def test_limits_from_problem_file_cli_and_validation():
+    p = load_problem(PROBLEMS / "e1_complete.toml")
+    assert (p.nlp.max_iter, p.nlp.max_wall_time_s) == (1000, 120.0)  # defaults: a few minutes at most
+    from ffopt.cli.main import build_parser
+    from ffopt.plan import plan
+
+    args = build_parser().parse_args(["plan", "x.toml", "--out", "o", "--max-iter", "7", "--max-time", "2.5"])
+    assert (args.max_iter, args.max_time) == (7, 2.5)
+    with pytest.raises(ProblemError, match=r"--max-iter / --max-time limit the NLP solve.*'bdf'"):
+        plan(p, method="bdf", max_time=10.0)
+    with pytest.raises(ProblemError, match=r"nlp.max_wall_time_s \(--max-time\): must be > 0 s"):
+        plan(p, method="nlp", max_time=-1.0)
+    with pytest.raises(ProblemError, match=r"nlp.max_iter \(--max-iter\): must be an integer > 0"):
+        plan(p, method="nlp", max_iter=0)
+
+
+# ------------------------------------------------------------------------------ progress
+@pytest.mark.parametrize("backend", ["casadi", "cyipopt", pytest.param("pyomo", marks=pytest.mark.slow)])
+def test_progress_callback_receives_every_iteration(backend):
+    seen = Recorder()
+    traj = _solve(_hard_e1(backend=backend, torque_max=(0.8 * E1_PEAK,)), progress=seen)
+    live = [m for m in seen if isinstance(m, NlpProgress)]
+    assert traj.stats["success"] and [m.iteration for m in live] == list(range(len(live)))
+    # iterations 0..n; CasADi calls once more when IPOPT enters its restoration phase (here once)
+    assert len(live) == traj.stats["iterations"] + 1 + (backend != "cyipopt")
+    assert live[-1].infeasibility < 1e-9 < live[0].infeasibility
+    assert np.all(np.diff([m.elapsed_s for m in live]) >= 0)
+    assert "IPOPT" in live[0].solver and live[0].startswith("NLP iteration 0/1000: objective")
+
+
+def test_progress_is_rate_limited_for_plain_callbacks():
+    """Without a live_interval_s attribute, a callback gets a live message at most every 2 s, and
+    a closing plain line after live ones."""
+    now = [0.0]
+    seen = []
+    monitor = SolveMonitor(1000, 60.0, seen.append, clock=lambda: now[0])
+    monitor.begin("IPOPT via test")
+    for k in range(10):  # an iteration every 0.5 s
+        now[0] = 0.5 * k
+        assert monitor.iteration(k, 1.0, 1e-3)
+    live = [m for m in seen if isinstance(m, NlpProgress)]
+    assert [m.iteration for m in live] == [0, 4, 8] and np.all(np.diff([m.elapsed_s for m in live]) >= 2.0)
+    monitor.close("stopped")
+    assert seen[-1] == "NLP IPOPT via test: stopped after 9 iterations, 4.5 s" and not isinstance(seen[-1], NlpProgress)
+
+
+def test_console_updates_one_line_on_a_terminal_and_writes_lines_to_a_log():
+    import io
+
+    from ffopt.io.console import ConsoleProgress
+
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    lines, tty = [], Tty()
+    console = ConsoleProgress(lines.append, tty)
+    assert console.live_interval_s < 1.0
+    console(NlpProgress("IPOPT", 1, 2.0, 1e-3, 0.5, 100, 120))
+    console(NlpProgress("IPOPT", 2, 1.0, 1e-4, 0.8, 100, 120))
+    console("NLP solved")
+    assert tty.getvalue().count("\r\x1b[K") == 2 and tty.getvalue().endswith("\n")
+    assert "NLP iteration 2/100: objective 1," in tty.getvalue() and lines == ["NLP solved"]
+    log_lines = []
+    log = ConsoleProgress(log_lines.append, io.StringIO())
+    assert log.live_interval_s >= 5.0
+    log(NlpProgress("IPOPT", 1, 2.0, 1e-3, 0.5, 100, 120))
+    assert log_lines == ["NLP iteration 1/100: objective 2, infeasibility 1.0e-03, 0.5 s of 120 s (IPOPT)"]
+
+
+# ------------------------------------------------------------------------------ Ctrl-C
+@pytest.mark.parametrize("backend", ["casadi", "cyipopt", "newton", pytest.param("pyomo", marks=pytest.mark.slow)])
+def test_keyboard_interrupt_in_the_solve_propagates(backend):
+    """A KeyboardInterrupt raised during the solve (here by the progress callback at iteration 2)
+    leaves as KeyboardInterrupt: not a 'user requested stop' status, not a SolverError."""
+    class Interrupt(Recorder):
+        def __call__(self, msg):
+            if isinstance(msg, NlpProgress) and msg.iteration == 2:
+                raise KeyboardInterrupt
+            self.append(msg)
+
+    settings = (NlpSettings(strategy="causal", step=1e-2, warm_start="none") if backend == "newton"
+                else _hard_e1(backend=backend))
+    seen = Interrupt()
+    with pytest.raises(KeyboardInterrupt):
+        _solve(settings, progress=seen)
+    assert [m.iteration for m in seen if isinstance(m, NlpProgress)] == [0, 1]
+
+
+def _cli_with_sigint_handler(*argv) -> list[str]:
+    """The CLI in a subprocess with Python's SIGINT handler (a background shell would ignore SIGINT)."""
+    code = ("import signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+            "from ffopt.cli.main import main; sys.exit(main(sys.argv[1:]))")
+    return [sys.executable, "-c", code, *argv]
+
+
+@pytest.mark.parametrize("backend", ["casadi", pytest.param("cyipopt", marks=pytest.mark.slow)])
+def test_ctrl_c_during_ipopt_exits_130_and_writes_nothing(tmp_path, backend):
+    """A real SIGINT while IPOPT iterates: CasADi's IPOPT interface catches it (status
+    NonIpopt_Exception_Thrown); ffopt must still exit 130 with no output folder."""
+    problem = tmp_path / "e1_hard.toml"  # the hard E1 NLP at h = 2.5 ms: ~5 s of IPOPT iterations
+    problem.write_text((PROBLEMS / "e1_complete.toml").read_text() + "\n[nlp]\nstep = 2.5e-3\n"
+                       f'tracking = "penalty"\ntorque_max = [{0.2 * E1_PEAK}]\n')
+    out = tmp_path / "out"
+    proc = subprocess.Popen(_cli_with_sigint_handler("plan", str(problem), "--out", str(out), "--no-plots",
+                                                     "--method", "nlp", "--backend", backend, "--max-time", "60"),
+                            stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    for line in proc.stderr:  # wait for the first iteration line, then press Ctrl-C
+        if "NLP iteration 0/" in line:
+            break
+    else:
+        pytest.fail(f"no iteration line; exit code {proc.wait()}")
+    time.sleep(0.5)  # inside IPOPT's iterations (in the iteration callback, Python would raise it itself)
+    tic = time.perf_counter()
+    proc.send_signal(signal.SIGINT)
+    rest = proc.stderr.read()
+    assert proc.wait(timeout=30) == 130, rest
+    assert time.perf_counter() - tic < 5.0
+    assert "interrupted" in rest and "error" not in rest
+    assert not out.exists()
+
+
+# ------------------------------------------------------------------------------ diagnosis before solving
+def _gravity_holding_torques(chain, qa) -> np.ndarray:
+    """|torque| that gravity exerts about each actuated joint at rest (statics by hand: sum over
+    the bodies outboard of joint j of (c_i - p_j) x m_i g, along the joint axis)."""
+    R, p, frames = np.eye(3), np.zeros(3), []
+    for joint, q in zip(chain.joints, qa):
+        p = p + R @ joint.origin
+        axis = R @ joint.axis
+        K = np.array([[0, -axis[2], axis[1]], [axis[2], 0, -axis[0]], [-axis[1], axis[0], 0]])
+        R = (np.eye(3) + np.sin(q) * K + (1 - np.cos(q)) * K @ K) @ R  # Rodrigues, about the world axis
+        frames.append((p.copy(), axis, p + R @ joint.body.com, joint.body.mass))
+    torques = []
+    for j in chain.actuated:
+        p_j, axis, _, _ = frames[j]
+        torques.append(sum(np.cross(c - p_j, m * chain.gravity) @ axis for _, _, c, m in frames[j:]))
+    return np.abs(torques)
+
+
+@pytest.mark.parametrize("tracking", ["exact", "band", "penalty"])
+def test_bound_below_the_holding_torque_is_infeasible_before_any_iteration(tracking):
+    p, m, r, g, warm = _problem("e12_torque_bounded.toml")
+    from ffopt.dae.equilibrium import static_equilibrium
+
+    q0 = static_equilibrium(m, np.asarray(r.evaluate(np.array([0.0]))).ravel(), g)
+    hold = _gravity_holding_torques(p.chain, q0[: m.layout.n_link])
+    assert hold[0] == pytest.approx(5963, rel=1e-3)  # E12 at the start: ~6 kN m on the first motor
+    bound = (0.9 * hold[0], 1e5)
+    seen = Recorder()
+    settings = dataclasses.replace(p.nlp, strategy="causal", step=1e-2, tracking=tracking, torque_max=bound)
+    tic = time.perf_counter()
+    with pytest.raises(SolverError) as err:
+        solve_inverse_nlp(m, r, settings, g, warm, seen)
+    msg = str(err.value)
+    assert f"nlp.torque_max[1] = {bound[0]:.0f} N m (motor of joint q1) is below the {hold[0]:.0f} N m needed to " \
+           "hold the arm at rest at the start of the path (t = 0 s" in msg
+    assert "infeasible for every tracking mode" in msg and "torque_max[2]" not in msg
+    assert not any(isinstance(x, NlpProgress) for x in seen)  # no solver iteration ran
+    assert time.perf_counter() - tic < 5.0
+
+
+def test_bound_below_the_end_holding_torque_is_infeasible():
+    """E12's path reversed: the first motor holds ~2.7 kN m at the start and ~6.0 kN m at the end;
+    a bound between the two is caught at the end of the path."""
+    import tomllib
+
+    from ffopt.io.problem import problem_from_dict
+
+    _, _, _, _, warm = _problem("e12_torque_bounded.toml")
+    raw = tomllib.loads((PROBLEMS / "e12_torque_bounded.toml").read_text())
+    ref = raw["reference"]
+    ref["start_mm"], ref["end_mm"] = ref["end_mm"], ref["start_mm"]
+    ref["joint_guess"] = warm.q[-1, :3].tolist()  # the forward path's end configuration
+    raw["nlp"].update(step=1e-2, torque_max=[4000.0, 1e5], strategy="causal")
+    p = problem_from_dict(raw)
+    m, r, g = p.model, p.reference, p.reference_spec.joint_guess
+    warm_reversed, _ = warm_start_trajectory(m, r, g, 1e-3)
+    from ffopt.dae.equilibrium import static_equilibrium
+
+    y_end = np.asarray(r.evaluate(np.array([r.t_end]))).ravel()
+    q_end = static_equilibrium(m, y_end, warm_reversed.q[-1, :3])
+    hold_end = _gravity_holding_torques(p.chain, q_end[:3])[0]
+    assert hold_end > 4000.0
+    with pytest.raises(SolverError, match=rf"torque_max\[1\] = 4000 N m .* below the {hold_end:.0f} N m needed to "
+                                          rf"hold the arm at rest at the end of the path \(t = 0.82 s") as err:
+        solve_inverse_nlp(m, r, p.nlp, g, warm_reversed)
+    assert "start of the path" not in str(err.value)
+
+
+def test_bounds_below_the_exact_tracking_need_per_tracking_mode():
+    """Below the exact-tracking peak (above the holding torques): infeasible for exact causal
+    tracking, a warning with the numbers for band and penalty (which then solve)."""
+    bound = (0.8 * E1_PEAK,)
+    with pytest.raises(SolverError, match=r"torque_max\[1\] = 34165 N m .* is 80% of the 42706 N m that exact "
+                                          r"tracking needs at t = 0\.0\d+ s"):
+        _solve(_hard_e1(tracking="exact", torque_max=bound))
+    seen = Recorder()
+    traj = _solve(_hard_e1(tracking="penalty", torque_max=bound, backend="cyipopt"), progress=seen)
+    assert traj.stats["success"]
+    warnings = [m for m in seen if m.startswith("warning:")]
+    assert len(warnings) == 1 and "is 80% of the 42706 N m that exact tracking needs" in warnings[0]
+    assert "penalty trades tool error for torque" in warnings[0]
+    # torque rate: the exact-tracking need from the BDF solution
+    _, _, _, _, warm = _problem("e1_complete.toml")
+    need = np.abs(np.diff(warm.u[:, 0]) / np.diff(warm.t)).max()
+    with pytest.raises(SolverError, match=rf"torque_rate_max\[1\] = .* is 50% of the {need:.0f} N m/s"):
+        _solve(_hard_e1(tracking="exact", torque_max=None, torque_rate_max=(0.5 * need,)))
+
+
+def test_bound_vectors_need_one_value_per_motor():
+    """A torque_max list with one value for two motors is an error, never broadcast."""
+    import tomllib
+
+    from ffopt.io.problem import problem_from_dict
+
+    raw = tomllib.loads((PROBLEMS / "e12_torque_bounded.toml").read_text())
+    raw["nlp"]["torque_max"] = [1.2e5]
+    with pytest.raises(ProblemError, match=r"x.toml: nlp.torque_max: expected 2 values \(one per motor: q1, q2\), "
+                                           r"got 1"):
+        problem_from_dict(raw, source="x.toml")
+    raw["nlp"]["torque_max"] = [1.2e5, -1.0]
+    with pytest.raises(ProblemError, match=r"nlp.torque_max: every value must be > 0"):
+        problem_from_dict(raw, source="x.toml")
+    p, m, r, g, warm = _problem("e12_torque_bounded.toml")
+    with pytest.raises(ProblemError, match=r"nlp.torque_rate_max: expected 2 values \(one per motor: q1, q2\)"):
+        solve_inverse_nlp(m, r, dataclasses.replace(p.nlp, torque_rate_max=(1e6,)), g, warm)

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from ffopt.errors import ProblemError
+from ffopt.io.flexible_links import FLEXIBLE_SCHEMA, parse_flexible_links
 from ffopt.io.reference_spec import ReferenceSpec, parse_reference
 from ffopt.io.schema import Field, Validator, non_negative, positive
 from ffopt.models.chain import JOINT_KINDS, Body, Chain, Joint
@@ -50,6 +51,7 @@ JOINT_SCHEMA = {
     "motor_inertia": Field("float", default=0.0, check=non_negative),
     "viscous_friction": Field("float", default=0.0, check=non_negative),
     "coulomb_friction": Field("float", default=0.0, check=non_negative),
+    "flexible": Field("table", default=None, schema=FLEXIBLE_SCHEMA, doc="the body is a flexible beam (assumed modes)"),
 }
 
 MODEL_SCHEMA = {
@@ -151,13 +153,18 @@ class Problem:
     verification: VerificationSettings = field(default_factory=VerificationSettings)
     source: str = "<memory>"
     nlp: nlp_settings.NlpSettings = field(default_factory=nlp_settings.NlpSettings)
+    flexible_links: tuple = ()  # ffopt.models.flexible_links.FlexibleLink per flexible link body
 
     @cached_property
     def model(self) -> FlexibleModel:
         from ffopt.reference.build import angle_centres
 
-        return FlexibleModel(self.chain, self.outputs, self.name, angle_centres(self.reference_spec, self.chain,
-                                                                                 self.outputs))
+        centres = angle_centres(self.reference_spec, self.chain, self.outputs)
+        if self.flexible_links:
+            from ffopt.models.flexible_links import FlexibleLinkModel
+
+            return FlexibleLinkModel(self.chain, self.flexible_links, self.outputs, self.name, centres)
+        return FlexibleModel(self.chain, self.outputs, self.name, centres)
 
     @cached_property
     def reference(self):
@@ -197,6 +204,7 @@ def problem_from_dict(data: dict, source: str = "<memory>") -> Problem:
     v = _ProblemValidator(source)
     d = v.table(data, TOP_SCHEMA, "")
     chain = _build_chain(v, d["model"])
+    flexible = parse_flexible_links(v, d["model"]["joints"], chain)
     outputs = tuple(d["model"]["outputs"] or ("x", "y", "z"))
     _check_outputs(v, outputs, chain)
     ref = parse_reference(v, d["reference"], outputs, chain)
@@ -205,7 +213,7 @@ def problem_from_dict(data: dict, source: str = "<memory>") -> Problem:
     verification = VerificationSettings(**{**ver, "payload_scales": tuple(ver["payload_scales"])}) if ver \
         else VerificationSettings()
     nlp = _nlp_settings(v, d["nlp"], len(chain.actuated))
-    return Problem(d["name"], d["description"], chain, outputs, ref, solver, verification, source, nlp)
+    return Problem(d["name"], d["description"], chain, outputs, ref, solver, verification, source, nlp, flexible)
 
 
 def _nlp_settings(v: Validator, table: dict | None, n_act: int) -> nlp_settings.NlpSettings:

@@ -153,6 +153,8 @@ class FlexibleLinkModel(FlexibleModel):
         self.u = ca.SX.sym("u", L.n_u)
         starts = np.cumsum([self.n_joints] + [k.modes for k in self.links])
         self._modal_slice = {k.joint: slice(int(s), int(s) + k.modes) for k, s in zip(self.links, starts)}
+        self._modal_stiffness = np.concatenate([np.diag(k.modal_stiffness) for k in self.links])
+        self._modal_damping = np.concatenate([np.diag(k.modal_damping) for k in self.links])
 
     def _check_links(self):
         seen = set()
@@ -177,7 +179,8 @@ class FlexibleLinkModel(FlexibleModel):
 
     def _frames(self, qa, va):
         """Per joint i: dict with the body frame (R, p, w: world rotation, origin, angular velocity)
-        after the joint rotation and the carrier frame (RT, pT, wT) of the tip cross-section."""
+        after the joint rotation and the carrier frame (RT, pT, wT) of the tip cross-section, which maps
+        a point x given in the body frame (an attachment) to pT + RT x; for a rigid link it is (R, p, w)."""
         links = {k.joint: k for k in self.links}
         R, p, w = ca.SX.eye(3), ca.SX.zeros(3, 1), ca.SX.zeros(3, 1)
         frames = []
@@ -345,21 +348,19 @@ class FlexibleLinkModel(FlexibleModel):
         M = ca.jacobian(self._inverse_dynamics(qa, ca.SX.zeros(n), aa), aa)
         return ca.Function("mass_matrix", [qa], [M], ["qa"], ["M"])
 
-    def _elastic_link_torques(self, q, v):
-        """Gear torques, passive joint springs and the modal stiffness/damping forces on the link rows."""
-        L = self.layout
-        qa, _ = self._split(q)
-        va, _ = self._split(v)
-        tau = ca.SX.zeros(L.n_link)
-        if L.gear:
-            tau[list(L.gear)] = self._gear_torque_expr(q, v)
-        joints = [i for i in L.passive if i < self.n_joints]
-        if joints:
-            tau[joints] = -self._spring(qa[joints], va[joints], joints)
-        for k in self.links:
-            s = self._modal_slice[k.joint]
-            tau[s] = -(ca.DM(k.modal_stiffness) @ qa[s] + ca.DM(k.modal_damping) @ va[s])
-        return tau
+    def _param(self, name: str, joints) -> np.ndarray:
+        """Joint parameters; a modal coordinate is a passive spring-damper with the (diagonal: the modes
+        are orthogonal) modal stiffness and damping of its mode and no other parameter."""
+        joints = list(joints)
+        values = np.zeros(len(joints))
+        rigid = [n for n, i in enumerate(joints) if i < self.n_joints]
+        if rigid:
+            values[rigid] = super()._param(name, [joints[n] for n in rigid])
+        modal = {"stiffness": self._modal_stiffness, "damping": self._modal_damping}.get(name)
+        for n, i in enumerate(joints):
+            if i >= self.n_joints and modal is not None:
+                values[n] = modal[i - self.n_joints]
+        return values
 
     # ----------------------------------------------------------------- public functions
     @cached_property
@@ -395,13 +396,9 @@ class FlexibleLinkModel(FlexibleModel):
         qa, qm = self._split(self.q)
         va, vm = self._split(self.v)
         T, V = self._energies(qa, va)
-        for k in self.links:
-            s = self._modal_slice[k.joint]
-            V += 0.5 * ca.dot(qa[s], ca.DM(k.modal_stiffness) @ qa[s])
         springs = [(list(L.gear), qm - qa[list(L.gear)])] if L.gear else []
-        joints = [i for i in L.passive if i < self.n_joints]
-        if joints:
-            springs.append((joints, qa[joints]))
+        if L.passive:
+            springs.append((list(L.passive), qa[list(L.passive)]))  # passive joints and modal coordinates
         for idx, d in springs:
             V += ca.sum1(0.5 * self._param("stiffness", idx) * d**2 + 0.25 * self._param("stiffness_cubic", idx) * d**4)
         if L.gear:

@@ -36,6 +36,7 @@ class Trajectory:
     stats: dict = field(default_factory=dict)
     input_names: list[str] | None = None
     link_names: list[str] | None = None
+    link_units: list[str] | None = None  # unit of each link-side coordinate ("rad"; "m" for modal coordinates)
 
     @property
     def n_inputs(self) -> int:
@@ -63,8 +64,11 @@ class Trajectory:
                 cols.append((f"ref_{name}", "rad", f"reference of output {name}", self.y_ref[:, i]))
         links = self.link_names if self.link_names is not None else \
             [n for n in self.coordinate_names if not n.startswith("qm_")]
-        cols += [(f"q_{j}", "rad", f"link-side angle of joint {j}", self.q[:, i]) for i, j in enumerate(links)]
-        cols += [(f"dq_{j}", "rad/s", f"link-side speed of joint {j}", self.v[:, i]) for i, j in enumerate(links)]
+        units = self.link_units or ["rad"] * len(links)
+        angle = {"rad": "link-side angle of joint", "m": "modal coordinate (its share of the tip deflection)"}
+        speed = {"rad": "link-side speed of joint", "m": "rate of the modal coordinate"}
+        cols += [(f"q_{j}", un, f"{angle[un]} {j}", self.q[:, i]) for i, (j, un) in enumerate(zip(links, units))]
+        cols += [(f"dq_{j}", f"{un}/s", f"{speed[un]} {j}", self.v[:, i]) for i, (j, un) in enumerate(zip(links, units))]
         return cols
 
     def columns(self) -> tuple[list[str], np.ndarray]:

@@ -22,7 +22,10 @@ def static_equilibrium(model: FlexibleModel, y_target: np.ndarray, qa_guess: np.
     res = ca.vertcat(model.unactuated_link_rows(q, zero, zero), model.output(q[: L.n_link]) - y_target)
     G = ca.Function("static", [q], [res])
     solver = ca.rootfinder("static_eq", "newton", G, {"abstol": 1e-12, "max_iter": 100, "error_on_fail": False})
-    qa0 = np.zeros(L.n_link) if qa_guess is None else np.asarray(qa_guess, float)
+    qa0 = np.zeros(L.n_link)
+    if qa_guess is not None:  # a guess of the joint angles only (joint_guess) leaves extra coordinates at rest
+        g = np.asarray(qa_guess, float).ravel()
+        qa0[: g.size] = g[: L.n_link]
     guess = np.concatenate([qa0, qa0[list(L.gear)]])
     q0 = np.array(solver(guess)).ravel()
     resid = np.abs(np.array(G(q0))).max()

@@ -57,4 +57,5 @@ def trajectory_from_states(model: FlexibleModel, reference, t, x, a, method: str
                       y_ref=np.asarray(reference.evaluate(t)), tool=tool,
                       coordinate_names=model.coordinate_names(), output_names=list(model.outputs),
                       method=method, input_names=[model.chain.joints[i].name for i in L.actuated],
-                      link_names=[model.chain.joints[i].name for i in range(L.n_link)])
+                      link_names=model.coordinate_names()[: L.n_link],
+                      link_units=getattr(model, "link_units", None))

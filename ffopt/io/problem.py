@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from ffopt.errors import ProblemError
+from ffopt.io.flexible_links import FLEXIBLE_SCHEMA, parse_flexible_links
 from ffopt.io.reference_spec import ReferenceSpec, parse_reference
 from ffopt.io.schema import Field, Validator, non_negative, positive
 from ffopt.models.chain import JOINT_KINDS, ROTOR_COUPLINGS, Body, Chain, Joint, SpringGroup, rotation_rpy
@@ -79,6 +80,7 @@ JOINT_SCHEMA = {
     "rotor_inertia_transverse": Field("float", default=0.0, check=non_negative,
                                       doc="rotor inertia about a diameter (kg m^2), full rotor coupling"),
     "rotor_axis": Field("vector", length=3, doc="rotor axis in the preceding body's frame (default: joint axis)"),
+    "flexible": Field("table", default=None, schema=FLEXIBLE_SCHEMA, doc="the body is a flexible beam (assumed modes)"),
 }
 
 PAYLOAD_SCHEMA = dict(_INERTIA_FIELDS)
@@ -190,13 +192,18 @@ class Problem:
     verification: VerificationSettings = field(default_factory=VerificationSettings)
     source: str = "<memory>"
     nlp: nlp_settings.NlpSettings = field(default_factory=nlp_settings.NlpSettings)
+    flexible_links: tuple = ()  # ffopt.models.flexible_links.FlexibleLink per flexible link body
 
     @cached_property
     def model(self) -> FlexibleModel:
         from ffopt.reference.build import angle_centres
 
-        return FlexibleModel(self.chain, self.outputs, self.name, angle_centres(self.reference_spec, self.chain,
-                                                                                 self.outputs))
+        centres = angle_centres(self.reference_spec, self.chain, self.outputs)
+        if self.flexible_links:
+            from ffopt.models.flexible_links import FlexibleLinkModel
+
+            return FlexibleLinkModel(self.chain, self.flexible_links, self.outputs, self.name, centres)
+        return FlexibleModel(self.chain, self.outputs, self.name, centres)
 
     @cached_property
     def reference(self):
@@ -236,6 +243,7 @@ def problem_from_dict(data: dict, source: str = "<memory>") -> Problem:
     v = _ProblemValidator(source)
     d = v.table(data, TOP_SCHEMA, "")
     chain = _build_chain(v, d["model"])
+    flexible = parse_flexible_links(v, d["model"]["joints"], chain)
     outputs = tuple(d["model"]["outputs"] or ("x", "y", "z"))
     _check_outputs(v, outputs, chain)
     ref = parse_reference(v, d["reference"], outputs, chain)
@@ -244,7 +252,7 @@ def problem_from_dict(data: dict, source: str = "<memory>") -> Problem:
     verification = VerificationSettings(**{**ver, "payload_scales": tuple(ver["payload_scales"])}) if ver \
         else VerificationSettings()
     nlp = _nlp_settings(v, d["nlp"], [chain.joints[i].name for i in chain.actuated])
-    return Problem(d["name"], d["description"], chain, outputs, ref, solver, verification, source, nlp)
+    return Problem(d["name"], d["description"], chain, outputs, ref, solver, verification, source, nlp, flexible)
 
 
 def _nlp_settings(v: Validator, table: dict | None, motors: list[str]) -> nlp_settings.NlpSettings:

@@ -1,0 +1,76 @@
+"""The ``flexible`` table of a joint in a problem file: the joint's body is a flexible beam.
+
+    [[model.joints]]
+    name = "shoulder"
+    kind = "direct"
+    axis = [0.0, 0.0, 1.0]
+    mass = 0.0                      # rigid parts carried by the beam's tip (payload, next joint's housing)
+    flexible = { modes = 2, EI = 1.0e5, length = 6.0, mass = 140.0 }
+
+Keys (SI units): ``modes`` (assumed clamped-free modes, >= 1), ``EI`` (bending stiffness, N m^2),
+``length`` (m), ``mass`` (the beam's own mass, kg, uniform), ``direction`` (the beam axis in the
+body frame, default [1, 0, 0]; perpendicular to the joint axis, the beam bends in the plane of
+rotation) and ``damping_ratio`` (modal damping per mode, one number for all modes or one per mode;
+default 0). The joint's own ``mass``/``com``/``inertia``, the next joint's ``origin`` and the tool
+point, all given in the joint's body frame as for a rigid link, are carried by the beam's tip
+cross-section (see ``ffopt.models.flexible_links``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ffopt.io.schema import Field, Validator, positive
+from ffopt.models.chain import Chain
+from ffopt.models.flexible_links import MAX_MODES, FlexibleLink, modal_coordinate_names
+
+
+def _modes(n):
+    if n < 1:
+        return (f"must be >= 1, got {n}: a flexible link needs at least one assumed mode (remove the flexible "
+                "table for a rigid link)")
+    return None if n <= MAX_MODES else f"at most {MAX_MODES} modes per link, got {n}"
+
+
+def _ratios(x):
+    values = [x] if isinstance(x, float) else x
+    return None if all(z >= 0 for z in values) else f"damping ratios must be >= 0, got {x}"
+
+
+FLEXIBLE_SCHEMA = {
+    "modes": Field("int", required=True, check=_modes, doc="assumed clamped-free modes (>= 1)"),
+    "EI": Field("float", required=True, check=positive, doc="bending stiffness (N m^2)"),
+    "length": Field("float", required=True, check=positive, doc="beam length (m)"),
+    "mass": Field("float", required=True, check=positive, doc="beam mass (kg), uniform along the length"),
+    "direction": Field("vector", default=[1.0, 0.0, 0.0], length=3, doc="beam axis in the body frame"),
+    "damping_ratio": Field("number_or_vector", default=0.0, check=_ratios, doc="modal damping ratio(s)"),
+}
+
+
+def parse_flexible_links(v: Validator, joint_tables: list[dict], chain: Chain) -> tuple[FlexibleLink, ...]:
+    """FlexibleLink specs from the validated joint tables (their ``flexible`` entries)."""
+    links = []
+    for i, table in enumerate(joint_tables):
+        f = table.get("flexible")
+        if f is None:
+            continue
+        where = f"model.joints[{i + 1}].flexible"
+        direction = np.array(f["direction"])
+        if np.linalg.norm(direction) < 1e-12:
+            v.fail(f"{where}.direction", "must be a non-zero vector")
+        direction = direction / np.linalg.norm(direction)
+        if abs(direction @ chain.joints[i].axis) > 1e-9:
+            v.fail(f"{where}.direction", f"{f['direction']} is not perpendicular to the joint axis "
+                   f"{np.round(chain.joints[i].axis, 6).tolist()}: the beam bends in the plane of the joint's rotation")
+        zeta = f["damping_ratio"]
+        zeta = (zeta,) * f["modes"] if isinstance(zeta, float) else tuple(zeta)
+        if len(zeta) != f["modes"]:
+            v.fail(f"{where}.damping_ratio", f"expected one number or {f['modes']} (one per mode), got {len(zeta)}")
+        links.append(FlexibleLink(i, f["modes"], f["EI"], f["length"], f["mass"], direction, zeta))
+    if links and chain.constant_inertia is not None:
+        v.fail("model.constant_inertia", "cannot be combined with flexible links (they need the rigid-body model)")
+    clash = sorted(set(modal_coordinate_names(chain, links)) & {j.name for j in chain.joints})
+    if clash:
+        v.fail("model.joints", f"joint name(s) {clash} equal the names of modal coordinates "
+               "(<joint>.mode<j>); rename them")
+    return tuple(links)

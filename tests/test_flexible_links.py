@@ -123,9 +123,11 @@ def _body(rng, mass, com):
     return Body(mass, np.asarray(com, float), 0.05 * (A @ A.T + np.eye(3)))
 
 
-def mixed_chain(EI: float = 2.0e3, gravity=(0.0, 0.0, -9.81), damping: float = 0.0) -> tuple[Chain, list]:
+def mixed_chain(EI: float = 2.0e3, gravity=(0.0, 0.0, -9.81), damping: float = 0.0,
+                frames: bool = False) -> tuple[Chain, list]:
     """Elastic gear about z (rigid column), a flexible upper arm (2 modes) about a tilted axis with a
-    tip body, a passive elastic joint carrying a flexible forearm (1 mode) with a tool body."""
+    tip body, a passive elastic joint carrying a flexible forearm (1 mode) with a tool body.
+    ``frames``: also fixed joint-frame rotations, a payload and a tool-frame rotation."""
     rng = np.random.default_rng(7)
     a2 = np.array([0.2, 1.0, 0.1]) / np.linalg.norm([0.2, 1.0, 0.1])
     e2 = np.cross(a2, [0.0, 0.0, 1.0]); e2 /= np.linalg.norm(e2)
@@ -140,6 +142,15 @@ def mixed_chain(EI: float = 2.0e3, gravity=(0.0, 0.0, -9.81), damping: float = 0
               stiffness=2.0e3, damping=damping),
     )
     chain = Chain(joints, 0.6 * e3 + np.array([0.05, 0.0, 0.0]), np.array(gravity, float))
+    if frames:
+        from dataclasses import replace
+
+        from ffopt.models.chain import Body, rotation_rpy
+
+        turned = tuple(replace(j, rotation=rotation_rpy(*rng.uniform(-0.6, 0.6, 3))) for j in joints)
+        chain = replace(chain, joints=turned, payload=_body(rng, 2.5, [0.1, 0.02, -0.03]),
+                        tool_rotation=rotation_rpy(0.3, -0.2, 0.5))
+        assert isinstance(chain.payload, Body)
     links = [FlexibleLink(1, 2, EI, 0.8, 4.0, e2, (0.02 if damping else 0.0,) * 2),
              FlexibleLink(2, 1, 0.5 * EI, 0.6, 2.0, e3)]
     return chain, links
@@ -154,8 +165,9 @@ def _input_matrix(model) -> np.ndarray:
     return B
 
 
-def test_recursive_newton_euler_matches_euler_lagrange_from_the_energies():
-    chain, links = mixed_chain()
+@pytest.mark.parametrize("frames", [False, True])
+def test_recursive_newton_euler_matches_euler_lagrange_from_the_energies(frames):
+    chain, links = mixed_chain(frames=frames)
     model = FlexibleLinkModel(chain, links, ("x", "z"))
     q, v, a, u = model.q, model.v, model.a, model.u
     T, V = model.energy(q, v)
@@ -185,9 +197,11 @@ def test_mass_matrix_symmetric_positive_definite():
         assert np.linalg.eigvalsh(M).min() > 0
 
 
-def test_rigid_limit_reproduces_the_rigid_chain():
-    """At zero deflection the joint rows are the rigid chain's M, c, g (CRBA and RNEA of rigid_body)."""
-    chain, links = mixed_chain()
+@pytest.mark.parametrize("frames", [False, True])
+def test_rigid_limit_reproduces_the_rigid_chain(frames):
+    """At zero deflection the joint rows are the rigid chain's M, c, g (CRBA and RNEA of rigid_body,
+    checked against Pinocchio), also with rotated joint frames and a payload."""
+    chain, links = mixed_chain(frames=frames)
     model = FlexibleLinkModel(chain, links, ("x", "z"))
     rigid = rigid_equivalent_chain(chain, links)
     nj, L = model.n_joints, model.layout
@@ -292,7 +306,27 @@ BAD = [
     ("constant inertia", lambda d: d["model"].update(constant_inertia=np.eye(3).tolist()),
      "model.constant_inertia: cannot be combined with flexible links"),
     ("name clash", lambda d: d["model"]["joints"][2].update(name="shoulder.mode1"), "equal the names of modal"),
+    ("full rotor coupling", lambda d: (d["model"].update(rotor_coupling="full"),
+                                       [j.update(gear_ratio=100.0) for j in d["model"]["joints"] if j["kind"] != "passive"]),
+     "model.rotor_coupling: \"full\" is not modelled together with flexible links"),
 ]
+
+
+def test_flexible_link_after_a_multi_axis_bearing_maps_to_its_chain_joint():
+    """A two-axis bearing expands to two chain joints: the flexible table of the next joint table
+    belongs to the chain joint after both (and a bearing itself cannot be a flexible link)."""
+    d = _canadarm()
+    joints = d["model"]["joints"]
+    bearing = {"name": "mount", "kind": "passive", "axes": [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]],
+               "mass": 0.0, "stiffness_matrix": [[1e6, 0.0], [0.0, 1e6]]}
+    d["model"]["joints"] = [bearing] + joints
+    problem = problem_from_dict(d, source="canadarm.toml")
+    chain = problem.chain
+    flexible = [chain.joints[k.joint].name for k in problem.flexible_links]
+    assert flexible == [j["name"] for j in joints if "flexible" in j]
+    bearing["flexible"] = {"modes": 1, "EI": 1e5, "length": 1.0, "mass": 1.0}
+    with pytest.raises(ProblemError, match=r"model.joints\[1\].flexible: a flexible link needs a single-axis joint"):
+        problem_from_dict(d, source="canadarm.toml")
 
 
 @pytest.mark.parametrize("change, expect", [(c, e) for _, c, e in BAD], ids=[b[0] for b in BAD])

@@ -50,11 +50,17 @@ FLEXIBLE_SCHEMA = {
 def parse_flexible_links(v: Validator, joint_tables: list[dict], chain: Chain) -> tuple[FlexibleLink, ...]:
     """FlexibleLink specs from the validated joint tables (their ``flexible`` entries)."""
     links = []
-    for i, table in enumerate(joint_tables):
+    chain_index = -1  # a multi-axis bearing table expands to several chain joints
+    for t, table in enumerate(joint_tables):
+        chain_index += 1 if table.get("axes") is None else len(table["axes"])
         f = table.get("flexible")
         if f is None:
             continue
-        where = f"model.joints[{i + 1}].flexible"
+        where = f"model.joints[{t + 1}].flexible"
+        if table.get("axes") is not None:
+            v.fail(where, "a flexible link needs a single-axis joint (its beam bends about that axis); "
+                   "put the multi-axis bearing on a rigid body")
+        i = chain_index
         direction = np.array(f["direction"])
         if np.linalg.norm(direction) < 1e-12:
             v.fail(f"{where}.direction", "must be a non-zero vector")
@@ -67,6 +73,8 @@ def parse_flexible_links(v: Validator, joint_tables: list[dict], chain: Chain) -
         if len(zeta) != f["modes"]:
             v.fail(f"{where}.damping_ratio", f"expected one number or {f['modes']} (one per mode), got {len(zeta)}")
         links.append(FlexibleLink(i, f["modes"], f["EI"], f["length"], f["mass"], direction, zeta))
+    if links and chain.rotor_coupling == "full":
+        v.fail("model.rotor_coupling", "\"full\" is not modelled together with flexible links; use \"reduced\"")
     if links and chain.constant_inertia is not None:
         v.fail("model.constant_inertia", "cannot be combined with flexible links (they need the rigid-body model)")
     clash = sorted(set(modal_coordinate_names(chain, links)) & {j.name for j in chain.joints})

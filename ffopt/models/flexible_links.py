@@ -185,8 +185,9 @@ class FlexibleLinkModel(FlexibleModel):
         R, p, w = ca.SX.eye(3), ca.SX.zeros(3, 1), ca.SX.zeros(3, 1)
         frames = []
         for i, jt in enumerate(self.chain.joints):
-            axis = ca.DM(jt.axis)
             p = p + R @ ca.DM(jt.origin)
+            R = R @ ca.DM(np.asarray(jt.rotation, float))  # the joint frame
+            axis = ca.DM(jt.axis)
             w = w + R @ axis * va[i]
             R = R @ _rot(jt.axis, qa[i])
             f = {"R": R, "p": p, "w": w}
@@ -206,15 +207,15 @@ class FlexibleLinkModel(FlexibleModel):
 
     def _tool_pose(self, qa):
         f = self._frames(qa, ca.SX.zeros(qa.shape[0]))[-1]
-        return f["pT"] + f["RT"] @ ca.DM(self.chain.tool_origin), f["RT"]
+        R_tool = f["RT"] @ ca.DM(np.asarray(self.chain.tool_rotation, float))
+        return f["pT"] + f["RT"] @ ca.DM(self.chain.tool_origin), R_tool
 
     # ----------------------------------------------------------------- energies
     def _energies(self, qa, va):
         """Kinetic energy T(qa, va) and gravity potential V(qa) of the links (world frame)."""
         g = ca.DM(self.chain.gravity)
         T, V = 0, 0
-        for f, jt in zip(self._frames(qa, va), self.chain.joints):
-            body = jt.body
+        for f, body in zip(self._frames(qa, va), self.chain.bodies()):  # payload merged into the last body
             if body.mass > 0 or np.any(body.inertia):
                 c = f["pT"] + f["RT"] @ ca.DM(body.com)
                 dc = ca.jtimes(c, qa, va)
@@ -262,12 +263,13 @@ class FlexibleLinkModel(FlexibleModel):
         for i, jt in enumerate(self.chain.joints):
             R, w, alpha = frame["R"], frame["w"], frame["alpha"]
             r = R @ ca.DM(jt.origin - frame["offset"])  # carrier origin of the parent -> joint point
-            body = {"z": R @ ca.DM(jt.axis), "joint": frame["origin"] + r,
+            Rj = R @ ca.DM(np.asarray(jt.rotation, float))  # the joint frame
+            body = {"z": Rj @ ca.DM(jt.axis), "joint": frame["origin"] + r,
                     "acc": frame["acc"] + ca.cross(alpha, r) + ca.cross(w, ca.cross(w, r))}
             z = body["z"]
             body["alpha"] = alpha + z * aa[i] + ca.cross(w, z) * va[i]
             body["w"] = w + z * va[i]
-            body["R"] = R @ _rot(jt.axis, qa[i])
+            body["R"] = Rj @ _rot(jt.axis, qa[i])
             if i in links:
                 frame = self._beam_forward(body, links[i], qa, va, aa)
             else:
@@ -300,13 +302,14 @@ class FlexibleLinkModel(FlexibleModel):
     def _backward_pass(self, bodies, links) -> ca.SX:
         n = self.layout.n_link
         res = ca.SX.zeros(n)
+        bodies_rigid = self.chain.bodies()  # payload merged into the last body
         F_child, N_child, at_child = ca.SX.zeros(3, 1), ca.SX.zeros(3, 1), None  # wrench about the child's joint
         for i in reversed(range(self.n_joints)):
             body, c = bodies[i], bodies[i]["carrier"]
             F, N = F_child, N_child
             if at_child is not None:
                 N = N + ca.cross(at_child - c["origin"], F_child)
-            rigid = self.chain.joints[i].body
+            rigid = bodies_rigid[i]
             if rigid.mass > 0 or np.any(rigid.inertia):
                 dc = c["R"] @ ca.DM(rigid.com - c["offset"])
                 F_r = rigid.mass * (c["acc"] + ca.cross(c["alpha"], dc) + ca.cross(c["w"], ca.cross(c["w"], dc)))

@@ -173,12 +173,13 @@ def _check_output_folder(out: Path, names, force: bool) -> dict[str, str]:
 
 
 def write_result_folder(out: str | Path, fill, force: bool = False, command: str = "plan",
-                        add: bool = False) -> Path:
+                        add: bool = False, stop_on_interrupt: bool = True) -> Path:
     """Write folder ``out`` with ``fill(tmp_dir)`` (which writes plain files into tmp_dir), safely.
 
     See the module docstring for the rules. With ``add`` the files ffopt wrote there before and does
-    not write now are kept (``ffopt report`` adding report.html to a plan). Returns the absolute path
-    of the folder.
+    not write now are kept (``ffopt report`` adding report.html to a plan). ``stop_on_interrupt=False``
+    writes even after a Ctrl-C was received (what a sweep writes while it stops). Returns the absolute
+    path of the folder.
     """
     out = Path(out).absolute()
     check_output_folder(out, [], force)
@@ -194,7 +195,8 @@ def write_result_folder(out: str | Path, fill, force: bool = False, command: str
         for name in names:
             if not (tmp / name).is_file() or name == MARKER:
                 raise OutputError(f"internal: result entry {name!r} is not a plain file ffopt may write")
-        interrupt.check()
+        if stop_on_interrupt:
+            interrupt.check()
         files = {name: _sha256(tmp / name) for name in names}
         with interrupt.deferred():
             if out.exists():

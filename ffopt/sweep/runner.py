@@ -139,29 +139,26 @@ def _warm_up() -> str:
     return ffopt.__version__
 
 
-def _ignore_sigint() -> None:
-    """LocalCluster workers share the terminal's process group: a Ctrl-C is for the client, which stops them."""
+def _forkserver_ignoring_sigint() -> None:
+    """Start multiprocessing's fork server (from which the LocalCluster forks its worker processes, and
+    restarts them) with SIGINT ignored: the workers inherit that, so a Ctrl-C in the terminal, sent to
+    the whole process group, reaches only the client, which stops the cluster. (Blocking the signal
+    is not enough: a spawned process starts with an empty signal mask; an ignored signal stays ignored.)"""
     import signal
+    import threading
+    from multiprocessing import forkserver
 
+    from distributed.utils import get_mp_context
+
+    get_mp_context()  # Dask's modules to preload in the fork server, set before it starts
+    if threading.current_thread() is not threading.main_thread():
+        forkserver.ensure_running()
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-    except ValueError:  # not the worker's main thread
-        pass
-
-
-try:
-    from distributed.diagnostics.plugin import WorkerPlugin
-except ImportError:  # pragma: no cover - distributed is a dependency
-    WorkerPlugin = object
-
-
-class IgnoreSigint(WorkerPlugin):
-    """Also for workers the nanny restarts after one died."""
-
-    name = "ffopt-ignore-sigint"
-
-    def setup(self, worker):
-        _ignore_sigint()
+        forkserver.ensure_running()
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 # --- the client -------------------------------------------------------------------------------
@@ -231,26 +228,40 @@ def _client(n_workers: int, scheduler: str | None):
             client = Client(scheduler, timeout="20s")
         except (OSError, TimeoutError) as err:
             raise ProblemError(f"--scheduler {scheduler}: cannot connect to a Dask scheduler there ({err})") from None
-        cluster = None
-    else:
-        with dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES}):
-            cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                                   silence_logs=logging.ERROR)
+        with _closing(client, None):
+            _check_workers(client, scheduler)
+            yield client
+        return
+    config = {"distributed.scheduler.allowed-failures": ALLOWED_FAILURES,
+              "distributed.worker.multiprocessing-method": "forkserver"}  # for the restarts too: kept while it runs
+    with dask.config.set(config):
+        _forkserver_ignoring_sigint()
+        cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                               silence_logs=logging.ERROR)
         client = Client(cluster)
+        with _closing(client, cluster):
+            _check_workers(client, None)
+            yield client
+
+
+@contextmanager
+def _closing(client, cluster):
     try:
-        if cluster is not None:
-            client.register_plugin(IgnoreSigint())
-        versions = client.run(_warm_up)
-        wrong = {w: v for w, v in versions.items() if v != ffopt.__version__}
-        if wrong:
-            raise ProblemError(f"--scheduler {scheduler}: workers run ffopt {sorted(set(wrong.values()))}, this is "
-                               f"{ffopt.__version__}; a run's id includes the version: install the same on the workers")
-        yield client
+        yield
     finally:
         with interrupt.deferred():
             client.close()
             if cluster is not None:
                 cluster.close()
+
+
+def _check_workers(client, scheduler: str | None) -> None:
+    """Warm every worker up (imports) and check it runs this ffopt version (a run's id includes it)."""
+    versions = client.run(_warm_up)
+    wrong = {w: v for w, v in versions.items() if v != ffopt.__version__}
+    if wrong:
+        raise ProblemError(f"--scheduler {scheduler}: workers run ffopt {sorted(set(wrong.values()))}, this is "
+                           f"{ffopt.__version__}; a run's id includes the version: install the same on the workers")
 
 
 def _task(sweep: Sweep, run: Run) -> dict:

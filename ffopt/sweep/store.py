@@ -120,10 +120,12 @@ def statuses(out: Path, run_ids) -> dict[str, str]:
 
 
 def write_table(out: Path, sweep_text: str, run_ids) -> pa.Table:
-    """Assemble results.parquet from the committed rows of this sweep's runs (all or nothing)."""
+    """Assemble results.parquet from the committed rows of this sweep's runs (all or nothing; also while
+    a Ctrl-C stops the sweep)."""
     table = read_rows(out, run_ids)
     with interrupt.deferred():
-        write_result_folder(out, lambda tmp: _write_top(tmp, sweep_text, table), command="sweep")
+        write_result_folder(out, lambda tmp: _write_top(tmp, sweep_text, table), command="sweep",
+                            stop_on_interrupt=False)
     return table
 
 

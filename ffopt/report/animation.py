@@ -7,7 +7,7 @@ planned, written by ``ffopt plan``), else from the problem file summary.json nam
 ``--problem FILE``. The reference is the dashed black path (for tool coordinates the path does not
 control: the planned tool path), the planned tool path so far a thin line. A planar arm is shown in
 its plane; an arm that leaves every coordinate plane in three views (x-y, x-z, y-z). Frames are
-written with matplotlib's animation writer for Pillow.
+written with matplotlib's animation writer for Pillow (PillowWriter).
 """
 
 from __future__ import annotations
@@ -55,12 +55,12 @@ def arm_points(chain, q: np.ndarray) -> np.ndarray:
 
 def joint_angles(plan: SavedPlan, chain) -> np.ndarray:
     """The saved link-side angle of every joint of the chain, (n_samples, n_joints)."""
-    data = plan.data
-    missing = [j.name for j in chain.joints if f"q_{j.name}" not in data]
-    if missing:
-        raise ProblemError(f"{plan.folder}: trajectory.csv has no angle column for joint(s) {', '.join(missing)} "
-                           "of the problem's robot: is it the problem this plan was computed for? (--problem FILE)")
-    return np.column_stack([data[f"q_{j.name}"] for j in chain.joints])
+    names = [j.name for j in chain.joints]
+    if plan.link_joints != names:
+        raise ProblemError(f"{plan.folder}: the plan's joints ({', '.join(plan.link_joints)}, the q_<joint> columns "
+                           f"of trajectory.csv) are not the robot's ({', '.join(names)}): is it the problem this plan "
+                           "was computed for? (--problem FILE)")
+    return np.column_stack([plan.data[f"q_{n}"] for n in names])
 
 
 def views(points: np.ndarray) -> list[tuple[int, int]]:
@@ -78,7 +78,7 @@ def render_gif(plan: SavedPlan, chain, path: Path, fps: int = 20, speed: float |
 
     matplotlib.use("Agg")  # frames for a file, whatever backend a notebook uses
     import matplotlib.pyplot as plt
-    from matplotlib.animation import FuncAnimation, PillowWriter
+    from matplotlib.animation import PillowWriter
 
     from ffopt.io.plots import REFERENCE_STYLE
 
@@ -114,16 +114,15 @@ def render_gif(plan: SavedPlan, chain, path: Path, fps: int = 20, speed: float |
     title = fig.suptitle("")
     name = plan.summary["problem"].get("name", "")
 
-    def frame(k):
-        for line, trace, (a, b) in zip(arms, traces, pairs):
-            line.set_data(pts[k, :, a], pts[k, :, b])
-            trace.set_data(tool_frames[: k + 1, a], tool_frames[: k + 1, b])
-        title.set_text(f"{name}: t = {t_frames[k]:.3f} s (playback x{speed:.3g})")
-        return [*arms, *traces, title]
-
     fig.tight_layout()
-    anim = FuncAnimation(fig, frame, frames=n_frames, blit=False)
+    writer = PillowWriter(fps=fps)  # one draw per frame (FuncAnimation would draw each frame twice more)
     try:
-        anim.save(path, writer=PillowWriter(fps=fps), dpi=dpi)
+        with writer.saving(fig, str(path), dpi):
+            for k in range(n_frames):
+                for line, trace, (a, b) in zip(arms, traces, pairs):
+                    line.set_data(pts[k, :, a], pts[k, :, b])
+                    trace.set_data(tool_frames[: k + 1, a], tool_frames[: k + 1, b])
+                title.set_text(f"{name}: t = {t_frames[k]:.3f} s (playback x{speed:.3g})")
+                writer.grab_frame()
     finally:
         plt.close(fig)

@@ -20,7 +20,7 @@ from helpers import snapshot
 
 import ffopt
 from ffopt.errors import ProblemError
-from ffopt.sweep import load_sweep, read_results, run_sweep, run_task
+from ffopt.sweep import load_sweep, read_results, run_sweep, run_task, sweep_from_dict
 from ffopt.sweep import store
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -89,6 +89,18 @@ seed = 7
     assert len({r.run_id for r in sweep.runs}) == 13 and sweep.parameters[:2] == ["reference.duration", "stiffness"]
     path.write_text(path.read_text().replace("seed = 7", "seed = 8"))
     assert [r.problem.chain.joints[1].body.mass for r in load_sweep(path).runs[8:]] != masses
+
+
+def test_a_sweep_from_a_dict_with_a_problem_object_and_unquoted_dotted_keys():
+    base = ffopt.load_problem(E1).with_values({"solver.order": 5})
+    sweep = sweep_from_dict({"set": {"verification": {"enabled": False}},
+                             "runs": [{"mode": "list", "parameters": {"reference": {"duration": [0.1, 0.2]}}}]},
+                            source="notebook", base=base)
+    assert [r.params for r in sweep.runs] == [{"reference.duration": 0.1}, {"reference.duration": 0.2}]
+    assert all(r.problem.solver.order == 5 and not r.problem.verification.enabled for r in sweep.runs)
+    assert "base problem:" in sweep.text and "e1_complete.toml" in sweep.text
+    with pytest.raises(ProblemError, match=r"notebook: problem: missing required key"):
+        sweep_from_dict({"runs": [{"parameters": {"reference.duration": [0.1]}}]}, source="notebook")
 
 
 def test_run_ids_hash_the_resolved_problem_the_plan_settings_and_the_version(tmp_path, monkeypatch):
@@ -213,6 +225,22 @@ mode = "list"
     df = read_results(out).set_index("run")
     assert df["status"].tolist() == ["ok", "ok", "failed"]
     assert snapshot(out / "rows")[f"{df.loc[1, 'run_id']}.parquet"] == ok_row  # run 1 not recomputed
+
+
+def test_an_existing_scheduler_runs_the_sweep(tmp_path, monkeypatch):
+    """--scheduler ADDRESS: the runs go to that cluster's workers (here one in this process, as threads)."""
+    from distributed import LocalCluster
+
+    path = sweep_file(tmp_path, '[plan]\nverify = false\n[[runs]]\n[runs.parameters]\n"reference.duration" = [0.1, 0.12]\n',
+                      head=CHEAP.replace("[plan]\ncompile = false\n", ""))
+    with LocalCluster(n_workers=1, processes=False, dashboard_address=None) as cluster:
+        report = run_sweep(path, tmp_path / "out", scheduler=cluster.scheduler_address)
+    assert (report.computed, report.ok, report.workers) == (2, 2, 1)
+    df = read_results(tmp_path / "out")
+    assert (df["worker_pid"] == os.getpid()).all() and df["error_feedforward_pd_max_mm"].isna().all()
+    monkeypatch.setattr("ffopt.sweep.runner.CONNECT_TIMEOUT", "1s")
+    with pytest.raises(ProblemError, match=r"--scheduler tcp://127\.0\.0\.1:9: cannot connect"):
+        run_sweep(path, tmp_path / "out", scheduler="tcp://127.0.0.1:9")
 
 
 def _worker_processes(pid: int) -> list[psutil.Process]:

@@ -8,7 +8,7 @@ The sweep file format is in ``ffopt.sweep.spec``, the output folder in ``ffopt.s
 """
 
 from ffopt.sweep.runner import SweepReport, run_sweep, run_task
-from ffopt.sweep.spec import Run, Sweep, load_sweep
+from ffopt.sweep.spec import Run, Sweep, load_sweep, sweep_from_dict
 from ffopt.sweep.store import read_results
 
-__all__ = ["load_sweep", "run_sweep", "read_results", "run_task", "Sweep", "Run", "SweepReport"]
+__all__ = ["load_sweep", "sweep_from_dict", "run_sweep", "read_results", "run_task", "Sweep", "Run", "SweepReport"]

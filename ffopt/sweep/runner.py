@@ -19,7 +19,7 @@ import tempfile
 import time
 import uuid
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -31,6 +31,7 @@ from ffopt.sweep.spec import Run, Sweep, load_sweep
 
 STRING_STATS = ("status", "strategy", "bdf_status", "backend", "tracking", "formulation")
 ALLOWED_FAILURES = 1  # a run whose worker dies is retried once elsewhere, then recorded as failed
+CONNECT_TIMEOUT = "20s"  # for --scheduler
 
 
 @dataclass
@@ -47,10 +48,6 @@ class SweepReport:
     workers: int = 0
     wall_s: float = 0.0  # from the first submission to the last commit
     startup_s: float = 0.0  # starting the cluster and warming the workers up (imports)
-    plan_s: list = field(default_factory=list)  # time inside ffopt.plan, per computed run
-    task_s: list = field(default_factory=list)  # the whole task on the worker, per computed run
-    commit_s: list = field(default_factory=list)  # writing the run folder on the client, per computed run
-    interrupted: bool = False
 
     @property
     def table(self) -> Path:
@@ -179,17 +176,14 @@ def run_sweep(sweep: Sweep | str | Path, out: str | Path, workers: int | None = 
     store.open_sweep_folder(out, sweep.text, force)
     ids = [r.run_id for r in sweep.runs]
     before = store.statuses(out, ids)
-    todo = [r for r in sweep.runs if r.run_id not in before or (retry_failed and before[r.run_id] != "ok")]
-    report = SweepReport(out, len(sweep.runs), skipped_ok=sum(1 for s in before.values() if s == "ok"))
-    report.skipped_failed = sum(1 for r in sweep.runs if r.run_id in before and before[r.run_id] != "ok") \
-        - sum(1 for r in todo if r.run_id in before)
+    failed_before = {run_id for run_id, status in before.items() if status != "ok"}
+    todo = [r for r in sweep.runs if r.run_id not in before or (retry_failed and r.run_id in failed_before)]
+    report = SweepReport(out, len(sweep.runs), skipped_ok=len(before) - len(failed_before),
+                         skipped_failed=0 if retry_failed else len(failed_before))
     try:
         if todo:
             _run(sweep, todo, out, workers, scheduler, task, report, say)
-    except KeyboardInterrupt:
-        report.interrupted = True
-        raise
-    finally:
+    finally:  # also on Ctrl-C: the table of what finished
         store.write_table(out, sweep.text, ids)
     return report
 
@@ -225,7 +219,7 @@ def _client(n_workers: int, scheduler: str | None):
 
     if scheduler:
         try:
-            client = Client(scheduler, timeout="20s")
+            client = Client(scheduler, timeout=CONNECT_TIMEOUT)
         except (OSError, TimeoutError) as err:
             raise ProblemError(f"--scheduler {scheduler}: cannot connect to a Dask scheduler there ({err})") from None
         with _closing(client, None):
@@ -257,7 +251,11 @@ def _closing(client, cluster):
 
 def _check_workers(client, scheduler: str | None) -> None:
     """Warm every worker up (imports) and check it runs this ffopt version (a run's id includes it)."""
-    versions = client.run(_warm_up)
+    try:
+        versions = client.run(_warm_up)
+    except Exception as err:  # e.g. ffopt not installed on a remote worker
+        raise ProblemError(f"--scheduler {scheduler}: the workers cannot run ffopt ({type(err).__name__}: {err}); "
+                           "install ffopt in the workers' environment") from None
     wrong = {w: v for w, v in versions.items() if v != ffopt.__version__}
     if wrong:
         raise ProblemError(f"--scheduler {scheduler}: workers run ffopt {sorted(set(wrong.values()))}, this is "
@@ -297,13 +295,8 @@ def _commit(out: Path, outcome: dict, report: SweepReport) -> None:
         row["finished_utc"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
         store.write_row(out, row)
     report.computed += 1
-    if row["status"] == "ok":
-        report.ok += 1
-        report.plan_s.append(row["t_plan_s"])
-        report.task_s.append(row["t_task_s"])
-        report.commit_s.append(row["t_commit_s"])
-    else:
-        report.failed += 1
+    report.ok += row["status"] == "ok"
+    report.failed += row["status"] != "ok"
 
 
 class _Progress:

@@ -102,10 +102,7 @@ class Sweep:
     runs: list[Run]
     parameters: list[str]  # parameter names in column order
     duplicates: int = 0  # runs dropped because an earlier run has the same spec
-
-    @property
-    def text(self) -> str:
-        return self.source.read_text(encoding="utf-8")
+    text: str = ""  # the sweep file as read (copied into the sweep folder)
 
 
 def spec_hash(spec: dict) -> str:
@@ -120,33 +117,44 @@ def load_sweep(path: str | Path) -> Sweep:
     if not path.is_file():
         raise ProblemError(f"{path}: no such sweep file")
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise ProblemError(f"{path}: not valid TOML: {err}") from None
     except (UnicodeDecodeError, OSError) as err:
         raise ProblemError(f"{path}: cannot read the sweep file: {err}") from None
-    return sweep_from_dict(data, path)
+    return sweep_from_dict(data, path, text)
 
 
-def sweep_from_dict(data: dict, source: Path) -> Sweep:
+def sweep_from_dict(data: dict, source: str | Path = "<memory>", text: str | None = None,
+                    base: Problem | None = None) -> Sweep:
+    """A sweep from the tables of a sweep file (e.g. built in a notebook). ``source`` names it in errors
+    and is where a relative ``problem`` path starts; ``base``: the base problem as an object instead of
+    the ``problem`` key."""
+    import tomlkit
+
+    source = Path(source)
     v = Validator(str(source))
-    d = v.table(data, SWEEP_SCHEMA, "")
-    problem_path = (source.parent / d["problem"]) if not Path(d["problem"]).is_absolute() else Path(d["problem"])
-    if not problem_path.is_file():
-        v.fail("problem", f"no such problem file {d['problem']!r} (looked for {problem_path})")
-    base = load_problem(problem_path)
-    common = _set_table(v, d["set"], "set")
-    plan = d["plan"] or {k: f.default for k, f in PLAN_SCHEMA.items()}
+    schema = SWEEP_SCHEMA if base is None else {**SWEEP_SCHEMA, "problem": Field("str", default="")}
+    d = v.table(data, schema, "")
+    if base is None:
+        problem_path = Path(d["problem"]) if Path(d["problem"]).is_absolute() else source.parent / d["problem"]
+        if not problem_path.is_file():
+            v.fail("problem", f"no such problem file {d['problem']!r} (looked for {problem_path})")
+        base = load_problem(problem_path)
+    if text is None:
+        text = f"# base problem: {base.source}\n" + tomlkit.dumps(data)
+    common = dict(_flatten(d["set"] or {}))
+    plan = dict(d["plan"] or {k: f.default for k, f in PLAN_SCHEMA.items()})  # verify, compile, plots
     runs, names = [], []
     for b, block in enumerate(d["runs"]):
         where = f"runs[{b + 1}]"
         label = block["name"] or str(b + 1)
-        fixed = {**common, **_set_table(v, block["set"], f"{where}.set")}
+        fixed = {**common, **dict(_flatten(block["set"] or {}))}
         params = _parameters(v, block, where)
         names += [n for n in params if n not in names]
         for combo in _combinations(v, block, params, where):
             runs.append(_resolve(v, base, len(runs), label, params, combo, fixed, where))
-    plan = {"verify": plan["verify"], "compile": plan["compile"], "plots": plan["plots"]}
     unique, seen = [], set()
     for run in runs:
         run_id = spec_hash(run.spec(plan))
@@ -154,16 +162,12 @@ def sweep_from_dict(data: dict, source: Path) -> Sweep:
             seen.add(run_id)
             unique.append(Run(len(unique), run.block, run.params, run.values, run.problem, run_id))
     return Sweep(source, d["name"] or source.stem, d["description"], base, plan, unique, names,
-                 len(runs) - len(unique))
-
-
-def _set_table(v: Validator, table: dict | None, where: str) -> dict:
-    """A [set] table: dotted names (quoted keys) -> values. TOML also reads unquoted dotted keys as
-    nested tables; both mean the same field."""
-    return {} if not table else dict(_flatten(table))
+                 len(runs) - len(unique), text)
 
 
 def _flatten(table: dict, prefix: str = ""):
+    """Dotted names (quoted keys) -> values; TOML reads unquoted dotted keys as nested tables, which
+    name the same fields."""
     for key, value in table.items():
         name = f"{prefix}.{key}" if prefix else key
         if isinstance(value, dict):

@@ -156,8 +156,8 @@ def write_markdown(study, df, report, path: Path, png: Path) -> None:
         "(nominal plant, feedforward + motor PD).", "",
         f"![map]({png.name})", "", *findings(study, df), "",
         f"The run: {report.computed} runs planned ({report.failed} failed), sweep wall time {report.wall_s:.0f} s after a "
-        f"{report.startup_s:.1f} s cluster start, on a machine loaded by other jobs (load average 6-8 on 2 cores: times "
-        f"are 2-3x those of an idle machine). Time inside `ffopt.plan` per run: median {plan_s.median():.2f} s (BDF "
+        f"{report.startup_s:.1f} s cluster start, on a machine loaded by other jobs (load average 4-8 on 2 cores during this run: times "
+        f"were 2-3x those of an idle machine). Time inside `ffopt.plan` per run: median {plan_s.median():.2f} s (BDF "
         f"{df.loc[ok & (df.block == 'bdf'), 't_plan_s'].median():.2f} s, NLP "
         f"{df.loc[ok & (df.block == 'nlp'), 't_plan_s'].median():.2f} s); the task on the worker adds a median "
         f"{(task_s - plan_s).median() * 1e3:.0f} ms (building the problem, writing the plan files).", "",

@@ -151,6 +151,24 @@ def test_sweep_file_errors_name_the_file_the_field_and_the_run(tmp_path, body, m
     assert str(err.value).startswith(str(path))
 
 
+@pytest.mark.parametrize("args, message", [
+    (["missing.toml"], "missing.toml: no such sweep file"),
+    (["{sweep}", "--workers", "0"], "--workers: must be >= 1, got 0"),
+    (["{sweep}", "--workers", "2", "--scheduler", "tcp://127.0.0.1:8786"], "not allowed with argument"),
+    (["{bad}"], r"runs[1].parameters: no parameters"),
+])
+def test_sweep_command_line_errors_exit_2_and_write_nothing(tmp_path, capsys, args, message):
+    from ffopt.cli.main import main
+
+    good = sweep_file(tmp_path, '[[runs]]\n[runs.parameters]\n"reference.duration" = [0.1]\n')
+    bad = sweep_file(tmp_path, "[[runs]]\n[runs.parameters]\n", name="bad.toml")
+    args = [a.format(sweep=good, bad=bad) for a in args]
+    assert main(["sweep", *args, "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()
+
+
 def test_missing_base_problem_is_named(tmp_path):
     path = sweep_file(tmp_path, '[[runs]]\n[runs.parameters]\n"reference.duration" = [0.1]\n',
                       head='problem = "nowhere.toml"\n')
@@ -237,10 +255,11 @@ def test_an_existing_scheduler_runs_the_sweep(tmp_path, monkeypatch):
         report = run_sweep(path, tmp_path / "out", scheduler=cluster.scheduler_address)
     assert (report.computed, report.ok, report.workers) == (2, 2, 1)
     df = read_results(tmp_path / "out")
-    assert (df["worker_pid"] == os.getpid()).all() and df["error_feedforward_pd_max_mm"].isna().all()
+    assert (df["worker_pid"] == os.getpid()).all() and (df["status"] == "ok").all()
+    assert not any(c.startswith("error_feedforward") for c in df.columns)  # [plan] verify = false
     monkeypatch.setattr("ffopt.sweep.runner.CONNECT_TIMEOUT", "1s")
     with pytest.raises(ProblemError, match=r"--scheduler tcp://127\.0\.0\.1:9: cannot connect"):
-        run_sweep(path, tmp_path / "out", scheduler="tcp://127.0.0.1:9")
+        run_sweep(path, tmp_path / "out2", scheduler="tcp://127.0.0.1:9")  # (nothing to do in out)
 
 
 def _worker_processes(pid: int) -> list[psutil.Process]:

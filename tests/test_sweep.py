@@ -103,6 +103,12 @@ def test_a_sweep_from_a_dict_with_a_problem_object_and_unquoted_dotted_keys():
         sweep_from_dict({"runs": [{"parameters": {"reference.duration": [0.1]}}]}, source="notebook")
 
 
+@pytest.mark.parametrize("path", sorted((ROOT / "problems" / "sweeps").glob("*.toml")), ids=lambda p: p.name)
+def test_shipped_sweeps_load(path):
+    sweep = load_sweep(path)
+    assert len(sweep.runs) == {"e12_stiffness_duration.toml": 75, "e12_bench.toml": 100, "e1_random.toml": 20}[path.name]
+
+
 def test_run_ids_hash_the_resolved_problem_the_plan_settings_and_the_version(tmp_path, monkeypatch):
     body = """
 [[runs]]

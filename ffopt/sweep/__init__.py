@@ -1,7 +1,7 @@
 """Parameter sweeps on Dask: ``ffopt sweep SWEEP.toml --out DIR`` or, from Python,
 
     from ffopt.sweep import load_sweep, run_sweep, read_results
-    report = run_sweep("problems/e12_sweep.toml", "out/sweep", workers=2)
+    report = run_sweep("problems/sweeps/e12_stiffness_duration.toml", "out/sweep", workers=2)
     df = read_results("out/sweep")          # one row per run (pandas)
 
 The sweep file format is in ``ffopt.sweep.spec``, the output folder in ``ffopt.sweep.store``.

@@ -33,6 +33,7 @@ SWEEP = ROOT / "problems" / "sweeps" / "e12_bench.toml"
 
 
 def measure(sweep, workers: int) -> dict:
+    load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory(prefix="ffopt-sweep-bench-") as tmp:
         tic = time.perf_counter()
         report = run_sweep(sweep, Path(tmp) / "out", workers=workers, progress=lambda line: print(line, flush=True))
@@ -41,7 +42,7 @@ def measure(sweep, workers: int) -> dict:
     ok = df[df["status"] == "ok"]
     plan, task, commit = ok["t_plan_s"].to_numpy(), ok["t_task_s"].to_numpy(), ok["t_commit_s"].to_numpy()
     overhead = task - plan + commit
-    return {"workers": workers, "runs": len(df), "failed": int((df["status"] != "ok").sum()),
+    return {"workers": workers, "runs": len(df), "load": (load_before, os.getloadavg()[0]), "failed": int((df["status"] != "ok").sum()),
             "wall_s": report.wall_s, "total_s": total, "startup_s": report.startup_s,
             "rate": len(df) / report.wall_s, "rate_total": len(df) / total,
             "plan_median_s": float(np.median(plan)), "plan_sum_s": float(plan.sum()),
@@ -60,14 +61,14 @@ def markdown(rows: list[dict], n_runs: int) -> str:
         "gear stiffness 5e4..2e5 N m/rad x path duration 0.3..0.6 s, BDF-6 at 1 ms in CasADi's virtual machine, "
         "each verified by forward simulation (5 cases, nominal plant).", "",
         "| workers | runs | failed | wall [s] | runs/s | with cluster start: [s], runs/s | plan time per run, median [s] "
-        "| sweep overhead per run, median [ms] | overhead / plan time (sum) | wall x workers / sum of plan times - 1 |",
-        "|---|---|---|---|---|---|---|---|---|---|"]
+        "| sweep overhead per run, median [ms] | overhead / plan time (sum) | wall x workers / sum of plan times - 1 "
+        "| load average before, after |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['workers']} | {r['runs']} | {r['failed']} | {r['wall_s']:.1f} | {r['rate']:.3g} | "
                      f"{r['total_s']:.1f}, {r['rate_total']:.3g} | {r['plan_median_s']:.3f} | "
                      f"{r['overhead_median_ms']:.1f} ({r['task_extra_median_ms']:.1f} worker + "
                      f"{r['commit_median_ms']:.1f} commit) | {100 * r['overhead_share']:.2f} % | "
-                     f"{100 * r['wall_over_plan']:.1f} % |")
+                     f"{100 * r['wall_over_plan']:.1f} % | {r['load'][0]:.1f}, {r['load'][1]:.1f} |")
     if len(rows) == 2:
         lines += ["", f"Speed-up of {rows[1]['workers']} workers over {rows[0]['workers']}: "
                       f"{rows[1]['rate'] / rows[0]['rate']:.2f}x (runs/s, same machine, same run)."]

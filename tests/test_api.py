@@ -163,6 +163,21 @@ def test_plot_methods_draw_the_plan(e1_plan):
     matplotlib.pyplot.close("all")
 
 
+@pytest.mark.slow
+def test_readme_python_example_runs(tmp_path, monkeypatch):
+    """The README's Python block, as a user would paste it (run from the repository, out/ in tmp_path)."""
+    import re
+
+    block = re.search(r"```python\n(import ffopt\n.*?)```", (ROOT / "README.md").read_text(), re.S).group(1)
+    monkeypatch.chdir(ROOT)
+    code = block.replace('"out/e12"', repr(str(tmp_path / "e12")))
+    namespace = {}
+    exec(compile(code, "README.md", "exec"), namespace)
+    assert namespace["df"].attrs["units"]["u_q1"] == "N m" and namespace["saved"].summary["problem"]["name"]
+    assert namespace["stiff"].chain.joints[2].stiffness == 8e4
+    matplotlib.pyplot.close("all")
+
+
 def test_load_plan_names_what_is_missing(tmp_path):
     with pytest.raises(ProblemError, match="no such plan folder"):
         ffopt.load_plan(tmp_path / "nothing")

@@ -17,7 +17,8 @@ def add_parsers(subparsers, epilog: str = ""):
                     "A rerun skips the runs that finished (and those that failed, unless --retry-failed). "
                     "Exit code 0 when every run is in the table, failed runs included (their error is in it).")
     s.add_argument("sweep", help="sweep file (TOML), e.g. problems/sweeps/e12_stiffness_duration.toml")
-    s.add_argument("--out", required=True, help="sweep folder: new, empty, or one ffopt sweep wrote (then resumed)")
+    s.add_argument("--out", required=True, metavar="DIR",
+                   help="sweep folder: new, empty, or one ffopt sweep wrote (then resumed)")
     where = s.add_mutually_exclusive_group()
     where.add_argument("--workers", type=positive_int, metavar="N",
                        help="worker processes of the local cluster (default: the CPU count)")

@@ -144,6 +144,8 @@ name = "again"
      r"runs\[1\]\.parameters\.\"reference\.duration\"\.uniform: unknown key \(random draws need mode = \"random\"\)"),
     ('[[runs]]\n[runs.parameters]\n"reference.duration" = {linspace = [0.1, 0.2]}\n',
      r"linspace: expected \[first, last, count\]"),
+    ('[[runs]]\n[runs.parameters]\nstatus = { fields = ["solver.order"], values = [4, 5] }\n',
+     r"runs\[1\]\.parameters\.status: the name 'status' is a column of the results table"),
     ('[[runs]]\n[runs.parameters]\n"model.joints.q9.stiffness" = [1e5]\n',
      r"runs\[1\]: run 1 \(model\.joints\.q9\.stiffness = 100000\.0\): .*no entry named 'q9'"),
     ('[[runs]]\n[runs.parameters]\n"model.joints.q2.stiffness" = [1e5, -1.0]\n',

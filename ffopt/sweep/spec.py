@@ -50,6 +50,10 @@ from ffopt.io.schema import Field, Validator
 
 MODES = ("grid", "list", "random")
 DETERMINISTIC = ("values", "linspace", "logspace")
+# columns of the results table a parameter must not shadow (ffopt.sweep.runner writes them)
+RESERVED = ("run", "run_id", "block", "status", "error_type", "error", "folder", "method", "n_points", "ffopt_version",
+            "finished_utc")
+RESERVED_PREFIXES = ("t_", "peak_u_", "solver_", "error_", "worker_")
 RANDOM = ("uniform", "loguniform", "integers", "choice")
 
 PLAN_SCHEMA = {
@@ -201,6 +205,9 @@ def _parameters(v: Validator, block: dict, where: str) -> dict[str, _Parameter]:
 
 
 def _parameter(v: Validator, name: str, spec, at: str, mode: str) -> _Parameter:
+    if name in RESERVED or name.startswith(RESERVED_PREFIXES):
+        v.fail(at, f"the name {name!r} is a column of the results table; name the parameter otherwise (its "
+               "problem fields go in fields = [...])")
     if isinstance(spec, list):
         spec = {"values": spec}
     if not isinstance(spec, dict):

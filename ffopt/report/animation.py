@@ -74,11 +74,8 @@ def views(points: np.ndarray) -> list[tuple[int, int]]:
 
 
 def render_gif(plan: SavedPlan, chain, path: Path, fps: int = 20, speed: float | None = None, dpi: int = 80) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")  # frames for a file, whatever backend a notebook uses
-    import matplotlib.pyplot as plt
     from matplotlib.animation import PillowWriter
+    from matplotlib.figure import Figure  # not pyplot: no backend or window, whatever a notebook uses
 
     from ffopt.io.plots import REFERENCE_STYLE
 
@@ -93,10 +90,11 @@ def render_gif(plan: SavedPlan, chain, path: Path, fps: int = 20, speed: float |
     pts = 1000.0 * arm_points(chain, q_frames)  # mm
     tool = np.column_stack([data[f"tool_{c}_mm"] for c in AXES])
     ref = np.column_stack([data.get(f"ref_{c}_mm", tool[:, i]) for i, c in enumerate(AXES)])
-    tool_frames = np.column_stack([np.interp(t_frames, t, tool[:, i]) for i in range(3)])
+    ends = np.searchsorted(t, t_frames, side="right")  # the planned tool path so far, at full resolution
     pairs = views(pts)
 
-    fig, axs = plt.subplots(1, len(pairs), figsize=(5.5 * len(pairs), 5), squeeze=False)
+    fig = Figure(figsize=(5.5 * len(pairs), 5))
+    axs = fig.subplots(1, len(pairs), squeeze=False)
     arms, traces = [], []
     everything = np.vstack([pts.reshape(-1, 3), ref])
     for ax, (a, b) in zip(axs[0], pairs):
@@ -116,13 +114,10 @@ def render_gif(plan: SavedPlan, chain, path: Path, fps: int = 20, speed: float |
 
     fig.tight_layout()
     writer = PillowWriter(fps=fps)  # one draw per frame (FuncAnimation would draw each frame twice more)
-    try:
-        with writer.saving(fig, str(path), dpi):
-            for k in range(n_frames):
-                for line, trace, (a, b) in zip(arms, traces, pairs):
-                    line.set_data(pts[k, :, a], pts[k, :, b])
-                    trace.set_data(tool_frames[: k + 1, a], tool_frames[: k + 1, b])
-                title.set_text(f"{name}: t = {t_frames[k]:.3f} s (playback x{speed:.3g})")
-                writer.grab_frame()
-    finally:
-        plt.close(fig)
+    with writer.saving(fig, str(path), dpi):
+        for k in range(n_frames):
+            for line, trace, (a, b) in zip(arms, traces, pairs):
+                line.set_data(pts[k, :, a], pts[k, :, b])
+                trace.set_data(tool[: ends[k], a], tool[: ends[k], b])
+            title.set_text(f"{name}: t = {t_frames[k]:.3f} s (playback x{speed:.3g})")
+            writer.grab_frame()

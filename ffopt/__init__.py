@@ -6,13 +6,18 @@
     result.trajectory.u          # motor torques (n, N), N m
     result.verification.to_dict()
     result.save("out/e12")
+
+Scripts and notebooks: ``problem.with_values({...})`` (fields by dotted name), ``ffopt.problem_from_dict``,
+``result.to_dataframe()``, ``result.verification_dataframe()``, ``result.plot_torques()``,
+``ffopt.load_plan(folder)``; sweeps: ``ffopt.sweep``.
 """
 
 __version__ = "0.1.0"
 
 from ffopt.errors import FfoptError, PathError, ProblemError, SolverError, VerificationError  # noqa: E402
-from ffopt.io.problem import Problem, load_problem  # noqa: E402
+from ffopt.io.problem import Problem, load_problem, problem_from_dict  # noqa: E402
+from ffopt.io.saved import SavedPlan, load_plan  # noqa: E402
 from ffopt.plan import PlanResult, plan  # noqa: E402
 
-__all__ = ["load_problem", "plan", "Problem", "PlanResult", "FfoptError", "ProblemError", "PathError",
-           "SolverError", "VerificationError", "__version__"]
+__all__ = ["load_problem", "problem_from_dict", "plan", "load_plan", "Problem", "PlanResult", "SavedPlan",
+           "FfoptError", "ProblemError", "PathError", "SolverError", "VerificationError", "__version__"]

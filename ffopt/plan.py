@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ffopt.errors import ProblemError, SolverError
+from ffopt.errors import ProblemError, SolverError, VerificationError
 from ffopt.io.problem import METHODS, Problem, load_problem
 from ffopt.trajectory import Trajectory
 
@@ -41,29 +41,81 @@ class PlanResult:
         }
 
     def save(self, out: str | Path, plots: bool = True, force: bool = False) -> Path:
-        """Write trajectory.csv, summary.json and plots to folder ``out`` (ffopt.io.results: all or
-        nothing; an existing folder only if ffopt wrote it, or with ``force`` beside the user's files)."""
-        from ffopt.io.plots import write_plots
-        from ffopt.io.results import write_json, write_result_folder, write_trajectory_csv
+        """Write trajectory.csv/.npz/.mat, problem.toml, summary.json and plots to folder ``out``
+        (ffopt.io.results: all or nothing; an existing folder only if ffopt wrote it, or with ``force``
+        beside the user's files)."""
+        from ffopt.io.results import write_result_folder
 
-        def fill(tmp: Path):
-            write_trajectory_csv(self.trajectory, tmp / "trajectory.csv")
-            files = ["trajectory.csv", "summary.json"]
-            if plots:
-                files += write_plots(self.trajectory, self.verification, tmp)
-            summary = self.summary()
-            summary["files"] = files
-            summary["columns"] = self.trajectory.column_info()
-            write_json(summary, tmp / "summary.json")
+        return write_result_folder(out, lambda tmp: self.write_files(tmp, plots), force)
 
-        return write_result_folder(out, fill, force)
+    def write_files(self, folder: Path, plots: bool = True) -> list[str]:
+        """Write the plan's files into ``folder`` (no safety checks: use ``save``); returns their names."""
+        from ffopt.io.results import write_json, write_trajectory_csv, write_trajectory_mat, write_trajectory_npz
+
+        folder = Path(folder)
+        write_trajectory_csv(self.trajectory, folder / "trajectory.csv")
+        write_trajectory_npz(self.trajectory, folder / "trajectory.npz")
+        write_trajectory_mat(self.trajectory, folder / "trajectory.mat")
+        files = ["trajectory.csv", "trajectory.npz", "trajectory.mat", "summary.json"]
+        if self.problem.raw is not None:  # the exact problem planned (after changes by name): re-plannable
+            (folder / "problem.toml").write_text(f"# The problem as planned (from {self.problem.source}, with every change "
+                                                 f"by name); ffopt plan reads it as it is.\n{self.problem.to_toml()}")
+            files.insert(3, "problem.toml")
+        if plots:
+            from ffopt.io.plots import write_plots  # matplotlib: imported only when plotting
+
+            files += write_plots(self.trajectory, self.verification, folder)
+        summary = self.summary()
+        summary["files"] = files
+        summary["columns"] = self.trajectory.column_info()
+        write_json(summary, folder / "summary.json")
+        return files
+
+    # --- for scripts and notebooks (pandas and matplotlib are imported when used) --------------
+
+    def to_dataframe(self):
+        """The trajectory as a pandas DataFrame: trajectory.csv's columns; units in ``df.attrs["units"]``."""
+        from ffopt.io.frames import trajectory_frame
+
+        return trajectory_frame(self.trajectory)
+
+    def verification_dataframe(self):
+        """One row per verification case (tool errors in mm, peak torques); None without verification."""
+        from ffopt.io.frames import verification_frame
+
+        return None if self.verification is None else verification_frame(self.verification.to_dict(),
+                                                                          self.trajectory.actuated_joints)
+
+    def plot_torques(self):
+        """Figure of the motor torques (with the bounds the plan enforced)."""
+        from ffopt.io.plots import torque_figure
+
+        return torque_figure(self.trajectory, self.trajectory.stats.get("torque_max_Nm"))
+
+    def plot_tool_path(self):
+        """Figure of the simulated tool paths with the reference on top (needs the verification)."""
+        from ffopt.io.plots import tool_path_figure
+
+        return tool_path_figure(self.trajectory, self._verified("plot_tool_path"))
+
+    def plot_tool_error(self):
+        """Figure of the tool-path error of every verification case (log scale)."""
+        from ffopt.io.plots import tool_error_figure
+
+        return tool_error_figure(self.trajectory, self._verified("plot_tool_error"))
+
+    def _verified(self, what: str):
+        if self.verification is None:
+            raise VerificationError(f"{what}: this plan was not verified (plan(..., verify=True) simulates it)")
+        return self.verification
 
 
 def output_files(plots: bool, verification: bool) -> list[str]:
     """The files ``PlanResult.save`` writes (for checking an output folder before planning)."""
     from ffopt.io.plots import plot_names
 
-    return ["trajectory.csv", "summary.json"] + (plot_names(verification) if plots else [])
+    return ["trajectory.csv", "trajectory.npz", "trajectory.mat", "problem.toml", "summary.json"] + \
+        (plot_names(verification) if plots else [])
 
 
 def versions() -> dict:

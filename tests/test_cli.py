@@ -25,7 +25,8 @@ def e1_out(tmp_path_factory):
 
 def test_plan_writes_trajectory_summary_and_plots(e1_out):
     assert sorted(p.name for p in e1_out.iterdir()) == [
-        ".ffopt-result.json", "summary.json", "tool_error.png", "tool_path.png", "torques.png", "trajectory.csv"]
+        ".ffopt-result.json", "problem.toml", "summary.json", "tool_error.png", "tool_path.png", "torques.png",
+        "trajectory.csv", "trajectory.mat", "trajectory.npz"]
     with open(e1_out / "trajectory.csv", newline="") as f:
         header = next(csv.reader(f))
     # E1: joint q1 driven directly, q2 passive; tool z controlled; lengths in mm, angles in rad

@@ -24,6 +24,7 @@ from ffopt.io.results import MARKER, check_output_file, read_trajectory_csv, wri
 
 ROOT = Path(__file__).resolve().parents[1]
 E1 = ROOT / "problems" / "e1_simplified.toml"
+DATA = ["problem.toml", "summary.json", "trajectory.csv", "trajectory.mat", "trajectory.npz"]  # every plan folder
 
 
 def plan_cli(out, *extra, problem=E1):
@@ -166,15 +167,16 @@ def test_empty_existing_folder_is_used(tmp_path):
 def test_plan_updates_its_own_folder_in_place(tmp_path, capsys):
     out = tmp_path / "res"
     assert plan_cli(out) == 0
-    assert sorted(p.name for p in out.iterdir()) == sorted([MARKER, "summary.json", "torques.png", "trajectory.csv"])
+    assert sorted(p.name for p in out.iterdir()) == sorted([MARKER, *DATA, "torques.png"])
     (out / "notes.md").write_text("run 1: looks fine")
     first = read_trajectory_csv(out / "trajectory.csv")
     assert plan_cli(out, "--no-plots", "--step", "0.0025") == 0
-    assert sorted(p.name for p in out.iterdir()) == sorted([MARKER, "notes.md", "summary.json", "trajectory.csv"])
+    assert sorted(p.name for p in out.iterdir()) == sorted([MARKER, "notes.md", *DATA])
     assert (out / "notes.md").read_text() == "run 1: looks fine"
     second = read_trajectory_csv(out / "trajectory.csv")
     assert len(second["t"]) == 2 * len(first["t"]) - 1  # the new run's 2.5 ms grid, not the old 5 ms one
-    assert json.loads((out / "summary.json").read_text())["files"] == ["trajectory.csv", "summary.json"]
+    assert json.loads((out / "summary.json").read_text())["files"] == ["trajectory.csv", "trajectory.npz",
+                                                                        "trajectory.mat", "problem.toml", "summary.json"]
 
 
 def test_out_dot_follows_the_same_rules(tmp_path, monkeypatch, capsys):
@@ -185,10 +187,9 @@ def test_out_dot_follows_the_same_rules(tmp_path, monkeypatch, capsys):
     assert "not an ffopt result folder" in capsys.readouterr().err
     assert snapshot(tmp_path) == before
     assert plan_cli(".", "--force") == 0
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([MARKER, "summary.json", "thesis.tex",
-                                                                 "torques.png", "trajectory.csv"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([MARKER, *DATA, "thesis.tex", "torques.png"])
     assert plan_cli(".", "--no-plots") == 0  # now ffopt's folder: no --force needed, its plot is removed
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([MARKER, "summary.json", "thesis.tex", "trajectory.csv"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([MARKER, *DATA, "thesis.tex"])
     assert (tmp_path / "thesis.tex").read_text() == "\\documentclass{article}"
 
 

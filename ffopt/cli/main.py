@@ -1,4 +1,4 @@
-"""Command line: ``ffopt plan``, ``ffopt analyze``, ``ffopt bench``.
+"""Command line: ``ffopt plan``, ``ffopt analyze``, ``ffopt bench``; ``sweep``, ``report``, ``animate`` in cli/present.py.
 
 Every error is one line on stderr. Exit codes: 0 ok, 1 solver failure (SolverError,
 VerificationError), 2 bad input (ProblemError, PathError, OutputError, command-line errors),
@@ -75,6 +75,13 @@ def positive_int(text: str) -> int:
     if n < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {n}")
     return n
+
+
+def positive_float(text: str) -> float:
+    x = finite_float(text)
+    if x <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    return x
 
 
 def progress_printer(quiet: bool):
@@ -194,9 +201,10 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--repeats", type=positive_int, default=5, help="timed repetitions (the median is reported)")
     b.set_defaults(func=cmd_bench)
 
-    from ffopt.cli import analyze
+    from ffopt.cli import analyze, present
 
     analyze.add_parser(sub, epilog=EXIT_CODES_HELP)
+    present.add_parsers(sub, epilog=EXIT_CODES_HELP)  # sweep, report, animate
     return parser
 
 

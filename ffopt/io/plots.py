@@ -6,11 +6,13 @@ follow it closely; a tool that moves out of a plane is shown in three views (x-y
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import matplotlib
 
-matplotlib.use("Agg")
+if "ipykernel" not in sys.modules:  # files only; in a notebook keep its inline backend (figures shown)
+    matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 

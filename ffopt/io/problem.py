@@ -14,6 +14,7 @@ joints ``name_1``, ``name_2``, ... with one coupled spring (``SpringGroup``).
 
 from __future__ import annotations
 
+import copy
 import difflib
 import re
 import tomllib
@@ -193,6 +194,35 @@ class Problem:
     source: str = "<memory>"
     nlp: nlp_settings.NlpSettings = field(default_factory=nlp_settings.NlpSettings)
     flexible_links: tuple = ()  # ffopt.models.flexible_links.FlexibleLink per flexible link body
+    raw: dict | None = field(default=None, repr=False, compare=False)  # the validated tables (None: built by hand)
+
+    @classmethod
+    def from_dict(cls, data: dict, source: str = "<memory>") -> "Problem":
+        """A problem from tables as a TOML file holds them (see ``problem_from_dict``)."""
+        return problem_from_dict(data, source)
+
+    def with_values(self, values: dict) -> "Problem":
+        """A copy with fields set by dotted name, validated again like a file (``ffopt.io.values``):
+        ``problem.with_values({"model.joints.q3.stiffness": 8e4, "reference.duration": 0.4})``."""
+        from ffopt.io.values import with_values
+
+        if self.raw is None:
+            raise ProblemError(f"{self.source}: with_values needs a problem read from a file or a dict; this one "
+                               "was assembled from a chain object (with_chain)")
+        return with_values(self.raw, values, problem_from_dict, self.source)
+
+    def to_dict(self) -> dict:
+        """The problem's tables as a TOML file would hold them (after every change by name)."""
+        if self.raw is None:
+            raise ProblemError(f"{self.source}: this problem was assembled from a chain object (with_chain) and "
+                               "has no file form")
+        return copy.deepcopy(self.raw)
+
+    def to_toml(self) -> str:
+        """The problem as TOML text (``load_problem`` reads it back to the same problem)."""
+        import tomlkit
+
+        return tomlkit.dumps(self.to_dict())
 
     @cached_property
     def model(self) -> FlexibleModel:
@@ -212,13 +242,26 @@ class Problem:
         return reference_from_spec(self.reference_spec, self.model)
 
     def with_solver(self, **changes) -> "Problem":
-        return replace(self, solver=replace(self.solver, **{k: v for k, v in changes.items() if v is not None}))
+        changes = {k: v for k, v in changes.items() if v is not None}
+        return replace(self, solver=replace(self.solver, **changes), raw=_raw_with(self.raw, "solver", changes))
 
     def with_nlp(self, **changes) -> "Problem":
-        return replace(self, nlp=replace(self.nlp, **{k: v for k, v in changes.items() if v is not None}))
+        changes = {k: v for k, v in changes.items() if v is not None}
+        return replace(self, nlp=replace(self.nlp, **changes), raw=_raw_with(self.raw, "nlp", changes))
 
     def with_chain(self, chain: Chain) -> "Problem":
-        return replace(self, chain=chain)
+        return replace(self, chain=chain, raw=None)
+
+
+def _raw_with(raw: dict | None, table: str, changes: dict) -> dict | None:
+    """``raw`` with ``changes`` in ``[table]`` (keeps the file form in step with with_solver/with_nlp)."""
+    from ffopt.io.values import plain
+
+    if raw is None or not changes:
+        return raw
+    raw = copy.deepcopy(raw)
+    raw.setdefault(table, {}).update(plain(changes))
+    return raw
 
 
 def load_problem(path: str | Path) -> Problem:
@@ -240,6 +283,14 @@ def load_problem(path: str | Path) -> Problem:
 
 
 def problem_from_dict(data: dict, source: str = "<memory>") -> Problem:
+    """Validate tables as a TOML problem file holds them (NumPy numbers and arrays are accepted) and
+    build the Problem; a ProblemError names ``source`` and the dotted field."""
+    from ffopt.io.values import plain
+
+    if not isinstance(data, dict):
+        raise ProblemError(f"{source}: expected a table (dict) of the problem file's sections, got "
+                           f"{type(data).__name__}")
+    data = plain(data)
     v = _ProblemValidator(source)
     d = v.table(data, TOP_SCHEMA, "")
     chain = _build_chain(v, d["model"])
@@ -252,7 +303,8 @@ def problem_from_dict(data: dict, source: str = "<memory>") -> Problem:
     verification = VerificationSettings(**{**ver, "payload_scales": tuple(ver["payload_scales"])}) if ver \
         else VerificationSettings()
     nlp = _nlp_settings(v, d["nlp"], [chain.joints[i].name for i in chain.actuated])
-    return Problem(d["name"], d["description"], chain, outputs, ref, solver, verification, source, nlp, flexible)
+    return Problem(d["name"], d["description"], chain, outputs, ref, solver, verification, source, nlp,
+                   flexible, data)
 
 
 def _nlp_settings(v: Validator, table: dict | None, motors: list[str]) -> nlp_settings.NlpSettings:

@@ -1,0 +1,162 @@
+"""``ffopt report DIR``: one self-contained HTML page for a saved plan.
+
+The page holds the problem (and the exact problem file planned, problem.toml), the settings, the
+solver statistics, the wall time per stage, the peak torques, the verification table and every plot
+of the folder embedded as a data URI (no file beside it is needed to view it). A plan saved without
+plots (``--no-plots``, sweep runs) gets its torque plot drawn from trajectory.csv.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import math
+from pathlib import Path
+from types import SimpleNamespace
+
+import jinja2
+import markupsafe
+import numpy as np
+
+from ffopt.io.saved import SavedPlan, load_plan
+
+REPORT = "report.html"
+
+TEMPLATE = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><meta name="generator" content="ffopt report {{ version }}">
+<title>{{ p.problem.name }}: feedforward plan</title>
+<style>
+body { font-family: system-ui, sans-serif; max-width: 70em; margin: 2em auto; padding: 0 1em; color: #222; }
+h1 { font-size: 1.6em; } h2 { font-size: 1.2em; margin-top: 2em; border-bottom: 1px solid #ccc; }
+table { border-collapse: collapse; margin: 0.5em 0; font-size: 0.92em; }
+th, td { border: 1px solid #ddd; padding: 0.25em 0.6em; text-align: left; vertical-align: top; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+th { background: #f4f4f4; } pre { background: #f8f8f8; padding: 0.8em; overflow-x: auto; font-size: 0.85em; }
+img { max-width: 100%; display: block; margin: 0.8em 0; } .note { color: #666; font-size: 0.9em; }
+</style></head><body>
+<h1>{{ p.problem.name }}</h1>
+<p>{{ p.problem.description }}</p>
+<p class="note">Plan folder {{ folder }}; method <b>{{ p.method }}</b>; outputs {{ p.problem.outputs | join(", ") }};
+{{ "%.4g" | format(p.problem.t_end_s) }} s planned. Problem file: {{ p.problem.source }}.</p>
+
+<h2>Verification: tool-path error by forward simulation</h2>
+{% if verification is none %}<p>Not verified (planned with --no-verify).</p>{% else %}
+<table><tr><th>case</th>{% for c in verification.columns %}<th>{{ c }}</th>{% endfor %}</tr>
+{% for case, row in verification.rows %}<tr><td>{{ case }}</td>{% for cell, num in row %}<td{% if num %} class="num"{% endif %}>{{ cell }}</td>{% endfor %}</tr>
+{% endfor %}</table>
+{% for name, why in verification.skipped.items() %}<p class="note">{{ name }} skipped: {{ why }}</p>{% endfor %}
+<p class="note">Errors in mm over the whole run (angle outputs in mrad); integrator CVODES, rtol {{ p.verification.rtol }};
+motor PD gains: {{ pd_gains }}.</p>{% endif %}
+
+<h2>Plots</h2>
+{% for name, uri in plots %}<figure><img alt="{{ name }}" src="{{ uri }}"><figcaption class="note">{{ name }}</figcaption></figure>
+{% endfor %}{% if drawn %}<p class="note">This plan was saved without plots; the torques are drawn from trajectory.csv
+(the verification plots need the simulations: plan without --no-plots).</p>{% endif %}
+
+<h2>Peak torques</h2>
+<table><tr>{% for j, x in peaks %}<th>u_{{ j }} [N m]</th>{% endfor %}</tr>
+<tr>{% for j, x in peaks %}<td class="num">{{ x }}</td>{% endfor %}</tr></table>
+
+<h2>Settings</h2>{{ table(settings) }}
+<h2>Solver statistics</h2>{{ table(solver) }}
+<h2>Wall time per stage [s]</h2>{{ table(timings) }}
+<h2>Problem file as planned</h2>
+{% if problem_text %}<pre>{{ problem_text }}</pre>{% else %}<p>No problem.toml in the folder.</p>{% endif %}
+<details><summary>trajectory.csv columns</summary>
+<table><tr><th>column</th><th>unit</th><th>meaning</th></tr>
+{% for c in p.columns %}<tr><td>{{ c.name }}</td><td>{{ c.unit }}</td><td>{{ c.meaning }}</td></tr>{% endfor %}</table>
+</details>
+<h2>Versions</h2>{{ table(p.versions) }}
+</body></html>
+"""
+
+
+def write_report(folder: str | Path) -> Path:
+    """Write report.html into the plan folder (added to the files ffopt wrote there); returns its path."""
+    from ffopt.io.results import write_result_folder
+
+    plan = load_plan(folder)
+    page = render(plan)
+    write_result_folder(plan.folder, lambda tmp: (tmp / REPORT).write_text(page, encoding="utf-8"), add=True,
+                        command="report")
+    return Path(folder).absolute() / REPORT
+
+
+def render(plan: SavedPlan) -> str:
+    import ffopt
+
+    s = plan.summary
+    env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
+    env.globals["table"] = lambda d: markupsafe.Markup(_table(d))  # _table escapes every cell
+    plots, drawn = _plots(plan)
+    return env.from_string(TEMPLATE).render(
+        p=s, version=ffopt.__version__, folder=str(plan.folder.absolute()), plots=plots, drawn=drawn,
+        verification=_verification(plan), settings=_flat(s.get("settings", {})), solver=_flat(s.get("solver", {})),
+        timings=s.get("wall_time_s", {}), peaks=[(j, _fmt(x)) for j, x in zip(plan.actuated_joints,
+                                                                              s.get("peak_torque_Nm", []))],
+        pd_gains=", ".join(f"{k} {_fmt(v)}" for k, v in ((s.get("verification") or {}).get("pd_gains") or {}).items()),
+        problem_text=(plan.folder / "problem.toml").read_text() if (plan.folder / "problem.toml").is_file() else "")
+
+
+def _verification(plan: SavedPlan):
+    df = plan.verification_dataframe()
+    if df is None:
+        return None
+    columns = [c for c in df.columns]
+    rows = [(case, [(_fmt(v), isinstance(v, (int, float))) for v in row]) for case, row in
+            zip(df.index, df.itertuples(index=False))]
+    return SimpleNamespace(columns=columns, rows=rows, skipped=df.attrs.get("skipped", {}))
+
+
+def _plots(plan: SavedPlan) -> tuple[list[tuple[str, str]], bool]:
+    pngs = [name for name in plan.files if name.endswith(".png") and (plan.folder / name).is_file()]
+    if pngs:
+        return [(name, _data_uri((plan.folder / name).read_bytes())) for name in pngs], False
+    return [("torques (from trajectory.csv)", _data_uri(_torque_png(plan)))], True
+
+
+def _torque_png(plan: SavedPlan) -> bytes:
+    from ffopt.io.plots import torque_figure
+
+    data = plan.data
+    joints = plan.actuated_joints
+    traj = SimpleNamespace(t=data["t"], u=np.column_stack([data[f"u_{j}"] for j in joints]), actuated_joints=joints,
+                           method=plan.summary.get("method", ""))
+    fig = torque_figure(traj, plan.summary.get("solver", {}).get("torque_max_Nm"))
+    buf = io.BytesIO()
+    fig.tight_layout()
+    fig.savefig(buf, format="png", dpi=110)
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def _data_uri(png: bytes) -> str:
+    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+
+
+def _flat(d: dict, prefix: str = "") -> dict:
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(_flat(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = v
+    return out
+
+
+def _fmt(v) -> str:
+    if isinstance(v, bool) or v is None:
+        return str(v)
+    if isinstance(v, float):
+        return "" if math.isnan(v) else f"{v:.4g}"
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_fmt(x) for x in v) + "]"
+    return str(v)
+
+
+def _table(d: dict) -> str:
+    rows = "".join(f"<tr><th>{html.escape(str(k))}</th><td>{html.escape(_fmt(v))}</td></tr>" for k, v in d.items())
+    return f"<table>{rows}</table>"

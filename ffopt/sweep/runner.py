@@ -1,0 +1,332 @@
+"""Running a sweep on Dask distributed: a LocalCluster of worker processes, or an existing scheduler.
+
+Each run is one Dask task (``run_task``): the worker builds the run's problem from its tables, plans
+it with ``ffopt.plan``, and returns the Parquet row and the plan files (as bytes, so the workers need
+no shared file system). The client commits each finished run at once (``store``: the run folder,
+then its row file, each by rename), so a worker that dies, a Ctrl-C or a crash of the client never
+loses a finished run. A run that raises is recorded as failed with its error; a run whose worker
+process dies is retried once on another worker (Dask's ``allowed-failures``) and then recorded as
+failed; the sweep goes on either way.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import socket
+import tempfile
+import time
+import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import ffopt
+from ffopt import interrupt
+from ffopt.errors import FfoptError, ProblemError
+from ffopt.sweep import store
+from ffopt.sweep.spec import Run, Sweep, load_sweep
+
+STRING_STATS = ("status", "strategy", "bdf_status", "backend", "tracking", "formulation")
+ALLOWED_FAILURES = 1  # a run whose worker dies is retried once elsewhere, then recorded as failed
+CONNECT_TIMEOUT = "20s"  # for --scheduler
+
+
+@dataclass
+class SweepReport:
+    """What one call of ``run_sweep`` did."""
+
+    folder: Path
+    runs: int  # runs in the sweep
+    computed: int = 0  # runs computed now
+    ok: int = 0  # runs computed now that succeeded
+    failed: int = 0  # runs computed now that failed (error or dead worker)
+    skipped_ok: int = 0  # finished before, not recomputed
+    skipped_failed: int = 0  # failed before, not retried (retry_failed=False)
+    workers: int = 0
+    wall_s: float = 0.0  # from the first submission to the last commit
+    startup_s: float = 0.0  # starting the cluster and warming the workers up (imports)
+
+    @property
+    def table(self) -> Path:
+        return self.folder / store.TABLE
+
+    def text(self) -> str:
+        lines = [f"{self.runs} runs: {self.computed} computed now ({self.ok} ok, {self.failed} failed), "
+                 f"{self.skipped_ok} finished before, {self.skipped_failed} failed before (not retried)"]
+        if self.computed:
+            lines.append(f"{self.workers} workers, {self.wall_s:.1f} s ({self.computed / self.wall_s:.3g} runs/s; "
+                         f"cluster start {self.startup_s:.1f} s)")
+        lines.append(f"table: {self.table}")
+        return "\n".join(lines)
+
+
+# --- the task, on a worker -------------------------------------------------------------------
+
+
+def run_task(task: dict) -> dict:
+    """Plan one run (on a Dask worker). Never raises: a failure is a row with status 'failed'."""
+    from ffopt.io.problem import problem_from_dict
+    from ffopt.plan import plan
+
+    tic = time.perf_counter()
+    row = {**task["row"], "status": "failed", "error_type": None, "error": None}
+    files = {}
+    try:
+        problem = problem_from_dict(task["problem"], source=task["source"])
+        t0 = time.perf_counter()
+        result = plan(problem, verify=task["plan"]["verify"], compile=task["plan"]["compile"])
+        row["t_plan_s"] = time.perf_counter() - t0
+        row.update(result_columns(result))
+        t0 = time.perf_counter()
+        with tempfile.TemporaryDirectory(prefix="ffopt-run-") as tmp:
+            names = result.write_files(Path(tmp), plots=task["plan"]["plots"])
+            files = {name: (Path(tmp) / name).read_bytes() for name in names}
+        row["t_files_s"] = time.perf_counter() - t0
+        row["status"] = "ok"
+    except Exception as err:  # recorded, the sweep goes on (KeyboardInterrupt etc. are not caught)
+        row.update(error_type=type(err).__name__, error=_one_line(err))
+        files = {}
+    row.update(t_task_s=time.perf_counter() - tic, worker_pid=os.getpid(), worker_host=socket.gethostname(),
+               ffopt_version=ffopt.__version__)
+    return {"row": row, "files": files}
+
+
+def _one_line(err: Exception) -> str:
+    text = str(err) if isinstance(err, FfoptError) else f"{type(err).__name__}: {err}"
+    return " ".join(text.split())
+
+
+def result_columns(result) -> dict:
+    """A plan's numbers for the sweep table: stage times, peak torques, solver statistics, verification errors."""
+    traj = result.trajectory
+    cols = {"method": traj.method, "n_points": len(traj.t)}
+    cols.update({f"t_{stage}_s": float(t) for stage, t in result.timings.items()})
+    peaks = abs(traj.u).max(axis=0)
+    cols.update({f"peak_u_{j}_Nm": float(x) for j, x in zip(traj.actuated_joints, peaks)})
+    for key, value in traj.stats.items():
+        if isinstance(value, bool):
+            cols[f"solver_{key}"] = value
+        elif isinstance(value, (int, float)) and math.isfinite(value):
+            cols[f"solver_{key}"] = float(value)
+        elif isinstance(value, str) and key in STRING_STATS:
+            cols[f"solver_{key}"] = value
+        elif isinstance(value, list) and value and all(isinstance(x, (int, float)) for x in value):
+            cols[f"solver_{key}_max"] = float(max(value))
+    if result.verification is not None:
+        for name, case in result.verification.cases.items():
+            cols[f"error_{name}_max_mm"] = case.max_mm
+            cols[f"error_{name}_rms_mm"] = case.rms_mm
+            cols[f"error_{name}_final_mm"] = case.final_mm
+            if case.max_mrad is not None:
+                cols[f"error_{name}_max_mrad"] = case.max_mrad
+    return cols
+
+
+def _warm_up() -> str:
+    """Import the planning stack once per worker (so the first run's time is its own) and say the version."""
+    import scipy.io  # noqa: F401  (trajectory.mat)
+    import tomlkit  # noqa: F401  (problem.toml)
+
+    import ffopt.plan  # noqa: F401
+    import ffopt.sim.verify  # noqa: F401
+
+    return ffopt.__version__
+
+
+def _forkserver_ignoring_sigint() -> None:
+    """Start multiprocessing's fork server (from which the LocalCluster forks its worker processes, and
+    restarts them) with SIGINT ignored: the workers inherit that, so a Ctrl-C in the terminal, sent to
+    the whole process group, reaches only the client, which stops the cluster. (Blocking the signal
+    is not enough: a spawned process starts with an empty signal mask; an ignored signal stays ignored.)"""
+    import signal
+    import threading
+    from multiprocessing import forkserver
+
+    from distributed.utils import get_mp_context
+
+    get_mp_context()  # Dask's modules to preload in the fork server, set before it starts
+    if threading.current_thread() is not threading.main_thread():
+        forkserver.ensure_running()
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        forkserver.ensure_running()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+# --- the client -------------------------------------------------------------------------------
+
+
+def run_sweep(sweep: Sweep | str | Path, out: str | Path, workers: int | None = None, scheduler: str | None = None,
+              retry_failed: bool = False, force: bool = False, progress=None, task=run_task) -> SweepReport:
+    """Run the sweep's missing runs (and, with ``retry_failed``, its failed ones) into folder ``out``.
+
+    workers: LocalCluster worker processes (default: the CPU count, at most the number of runs to do);
+    scheduler: address of an existing Dask scheduler instead (``tcp://host:8786``; its workers need
+    ffopt installed, the same version); progress: called with one line of text; task: the function
+    each worker calls with a run (default ``run_task``). Returns a SweepReport; the table is
+    ``out/results.parquet`` (``read_results``)."""
+    sweep = sweep if isinstance(sweep, Sweep) else load_sweep(sweep)
+    out = Path(out).absolute()
+    say = progress or (lambda line: None)
+    store.open_sweep_folder(out, sweep.text, force)
+    ids = [r.run_id for r in sweep.runs]
+    before = store.statuses(out, ids)
+    failed_before = {run_id for run_id, status in before.items() if status != "ok"}
+    todo = [r for r in sweep.runs if r.run_id not in before or (retry_failed and r.run_id in failed_before)]
+    report = SweepReport(out, len(sweep.runs), skipped_ok=len(before) - len(failed_before),
+                         skipped_failed=0 if retry_failed else len(failed_before))
+    try:
+        if todo:
+            _run(sweep, todo, out, workers, scheduler, task, report, say)
+    finally:  # also on Ctrl-C: the table of what finished
+        store.write_table(out, sweep.text, ids)
+    return report
+
+
+def _run(sweep, todo, out, workers, scheduler, task, report, say) -> None:
+    from distributed import as_completed
+
+    tic = time.perf_counter()
+    n = workers or min(os.cpu_count() or 1, len(todo))
+    say(f"{len(todo)} runs to do ({report.skipped_ok} finished before, {report.skipped_failed} failed before"
+        f"{' and not retried: --retry-failed reruns them' if report.skipped_failed else ''}); "
+        + (f"connecting to {scheduler}" if scheduler else f"starting a local Dask cluster of {n} worker processes"))
+    with _client(n, scheduler) as client:
+        report.workers = len(client.scheduler_info(n_workers=-1)["workers"])
+        report.startup_s = time.perf_counter() - tic
+        progress = _Progress(len(todo), say)
+        futures = {client.submit(task, _task(sweep, run), key=f"ffopt-run-{run.run_id}-{uuid.uuid4().hex[:8]}",
+                                 pure=False): run for run in todo}
+        t0 = time.perf_counter()
+        for future in as_completed(futures):
+            run = futures.pop(future)
+            outcome = _outcome(future, run)
+            future.release()
+            _commit(out, outcome, report)
+            progress.update(outcome["row"]["status"] == "ok")
+        report.wall_s = time.perf_counter() - t0
+
+
+@contextmanager
+def _client(n_workers: int, scheduler: str | None):
+    import dask
+    from distributed import Client, LocalCluster
+
+    if scheduler:
+        try:
+            client = Client(scheduler, timeout=CONNECT_TIMEOUT)
+        except (OSError, TimeoutError) as err:
+            raise ProblemError(f"--scheduler {scheduler}: cannot connect to a Dask scheduler there ({err})") from None
+        with _closing(client, None):
+            _check_workers(client, scheduler)
+            yield client
+        return
+    config = {"distributed.scheduler.allowed-failures": ALLOWED_FAILURES,
+              "distributed.worker.multiprocessing-method": "forkserver"}  # for the restarts too: kept while it runs
+    with dask.config.set(config):
+        _forkserver_ignoring_sigint()
+        cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                               silence_logs=logging.ERROR)
+        client = Client(cluster)
+        with _closing(client, cluster):
+            _check_workers(client, None)
+            yield client
+
+
+@contextmanager
+def _closing(client, cluster):
+    try:
+        yield
+    finally:
+        with interrupt.deferred():
+            client.close()
+            if cluster is not None:
+                cluster.close()
+
+
+def _check_workers(client, scheduler: str | None) -> None:
+    """Warm every worker up (imports) and check it runs this ffopt version (a run's id includes it)."""
+    try:
+        versions = client.run(_warm_up)
+    except Exception as err:  # e.g. ffopt not installed on a remote worker
+        raise ProblemError(f"--scheduler {scheduler}: the workers cannot run ffopt ({type(err).__name__}: {err}); "
+                           "install ffopt in the workers' environment") from None
+    wrong = {w: v for w, v in versions.items() if v != ffopt.__version__}
+    if wrong:
+        raise ProblemError(f"--scheduler {scheduler}: workers run ffopt {sorted(set(wrong.values()))}, this is "
+                           f"{ffopt.__version__}; a run's id includes the version: install the same on the workers")
+
+
+def _task(sweep: Sweep, run: Run) -> dict:
+    shown = ", ".join(f"{k} = {v!r}" for k, v in run.params.items())
+    row = {"run": run.index + 1, "run_id": run.run_id, "block": run.block, **run.params}
+    return {"problem": run.problem.to_dict(), "plan": sweep.plan, "row": row,
+            "source": f"{sweep.source} run {run.index + 1} ({shown})"}
+
+
+def _outcome(future, run: Run) -> dict:
+    if future.status == "finished":
+        return future.result()
+    err = future.exception()
+    if type(err).__name__ == "KilledWorker":
+        text = (f"the worker process died while running it, also when retried on another worker ({err}); a crash "
+                "(native code), out of memory, or killed")
+    else:
+        text = _one_line(err)
+    row = {"run": run.index + 1, "run_id": run.run_id, "block": run.block, **run.params, "status": "failed",
+           "error_type": type(err).__name__, "error": text}
+    return {"row": row, "files": {}}
+
+
+def _commit(out: Path, outcome: dict, report: SweepReport) -> None:
+    """The run's folder, then its row: a row exists only for a complete run (both by rename)."""
+    row, files = outcome["row"], outcome["files"]
+    tic = time.perf_counter()
+    with interrupt.deferred():
+        if files:
+            store.write_run_folder(out, row["run_id"], files)
+            row["folder"] = f"{store.RUNS}/{row['run_id']}"
+        row["t_commit_s"] = time.perf_counter() - tic
+        row["finished_utc"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        store.write_row(out, row)
+    report.computed += 1
+    report.ok += row["status"] == "ok"
+    report.failed += row["status"] != "ok"
+
+
+class _Progress:
+    """Runs done / failed / remaining, rate and ETA: a line at most every ``interval`` seconds, and at the end."""
+
+    def __init__(self, total: int, say, interval: float = 2.0):
+        self.total, self.say, self.interval = total, say, interval
+        self.done = self.failed = 0
+        self.t0 = self.last = time.perf_counter()
+
+    def update(self, ok: bool) -> None:
+        self.done += 1
+        self.failed += not ok
+        now = time.perf_counter()
+        if now - self.last >= self.interval or self.done == self.total:
+            self.say(self.line())
+            self.last = now
+
+    def line(self) -> str:
+        elapsed = time.perf_counter() - self.t0
+        remaining = self.total - self.done
+        rate = self.done / elapsed if elapsed > 0 else 0.0
+        eta = _duration(remaining / rate) if rate > 0 and remaining else "-"
+        return (f"runs: {self.done}/{self.total} done ({self.failed} failed), {remaining} remaining, "
+                f"{rate:.3g} runs/s, ETA {eta}")
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    if seconds < 5400:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"

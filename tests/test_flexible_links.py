@@ -16,9 +16,7 @@
 
 from __future__ import annotations
 
-import copy
 import tomllib
-from dataclasses import replace
 from pathlib import Path
 
 import casadi as ca

@@ -179,6 +179,20 @@ def test_plan_updates_its_own_folder_in_place(tmp_path, capsys):
                                                                         "trajectory.mat", "problem.toml", "summary.json"]
 
 
+def test_plan_refuses_the_folder_of_another_ffopt_command(tmp_path, capsys):
+    """A sweep's folder (its table and sweep file) is ffopt's, but not a plan's to replace."""
+    out = write_result_folder(tmp_path / "sweep", fill_with(**{"results.parquet": "table", "sweep.toml": "x"}),
+                              command="sweep")
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    assert plan_cli(out) == 2
+    err = capsys.readouterr().err
+    assert "is the folder of an 'ffopt sweep', not of an 'ffopt plan'" in err
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    with pytest.raises(OutputError, match="ffopt sweep"):
+        write_result_folder(out, fill_with(**{"summary.json": "{}"}), command="plan")
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+
 def test_out_dot_follows_the_same_rules(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "thesis.tex").write_text("\\documentclass{article}")
@@ -303,7 +317,6 @@ def test_help_documents_exit_codes_and_what_step_sets(capsys):
 def test_columns_units_and_plots_of_a_bounded_plan(tmp_path):
     """E12 (3 joints, 2 elastic gears, outputs x, z) through the NLP with torque bounds: CSV columns
     named after the joints, units in summary.json, bounds drawn in the torque plot."""
-    import matplotlib.image
 
     from ffopt import load_problem, plan
 

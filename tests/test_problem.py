@@ -1,6 +1,5 @@
 """Problem files: the shipped ones load; bad input names the file and the field."""
 
-import copy
 import tomllib
 from pathlib import Path
 

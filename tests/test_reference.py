@@ -1,7 +1,5 @@
 """Tests of ffopt.reference: time laws, exact derivatives, smoothness, constructors, validation."""
 
-import os
-import sys
 
 # The package is not installed in the venv and pyproject sets no pytest ``pythonpath``.
 

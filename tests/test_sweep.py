@@ -211,7 +211,7 @@ def test_sweep_refuses_a_folder_of_the_users_and_a_plan_folder(tmp_path):
     with pytest.raises(ffopt.errors.OutputError, match="not an ffopt result folder"):
         run_sweep(path, mine)
     ffopt.plan(E1, verify=False, compile=False).save(tmp_path / "plan", plots=False)
-    with pytest.raises(ffopt.errors.OutputError, match="result folder of 'ffopt plan', not a sweep folder"):
+    with pytest.raises(ffopt.errors.OutputError, match="is the folder of an 'ffopt plan', not of an 'ffopt sweep'"):
         run_sweep(path, tmp_path / "plan")
     assert sorted(p.name for p in mine.iterdir()) == ["data.csv"]
 

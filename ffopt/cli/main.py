@@ -106,7 +106,7 @@ def cmd_plan(args) -> int:
     check_plan_options(args, problem)
     verify = False if args.no_verify else None
     verifies = problem.verification.enabled if verify is None else verify
-    check_output_folder(args.out, output_files(not args.no_plots, verifies), args.force)  # before the solve
+    check_output_folder(args.out, output_files(not args.no_plots, verifies), args.force, "plan")  # before the solve
     say = progress_printer(args.quiet)
     progress = say if args.quiet else ConsoleProgress(say)  # NLP iterations as one live line
     try:

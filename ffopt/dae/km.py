@@ -28,7 +28,6 @@ from ffopt.analysis.strangeness import derivative_array, strangeness_index
 from ffopt.dae.bdf import BDF_ALPHA
 from ffopt.dae.equilibrium import static_equilibrium
 from ffopt.dae.forms import build_inverse_dae
-from ffopt.errors import SolverError
 from ffopt.models.flexible import FlexibleModel
 from ffopt.trajectory import Trajectory
 

@@ -126,16 +126,23 @@ def _json_default(x):
 # --- result folders --------------------------------------------------------------------------
 
 
-def check_output_folder(out: str | Path, names, force: bool = False) -> dict[str, str]:
-    """Raise OutputError if writing ``names`` into folder ``out`` could touch a file ffopt did not write.
+def check_output_folder(out: str | Path, names, force: bool = False, command: str | None = None) -> dict[str, str]:
+    """Raise OutputError if writing ``names`` into folder ``out`` could touch a file ffopt did not write,
+    or (with ``command``) if ``out`` is an ffopt folder of another kind (``ffopt plan`` into a sweep's
+    folder would replace its table).
 
     Returns the previous run's file table {name: sha256} ({} for a new, empty or foreign folder).
     """
     out = Path(out)
     try:
-        return _check_output_folder(out, names, force)
+        owned = _check_output_folder(out, names, force)
     except OSError as err:
         raise OutputError(f"{out}: cannot use it as the output folder: {err.strerror or err}") from None
+    kind = _marker_field(out, "command") if out.is_dir() and _read_marker(out) is not None else None
+    if command is not None and kind is not None and kind != command:
+        raise OutputError(f"{out}: is the folder of an 'ffopt {kind}', not of an 'ffopt {command}'; writing "
+                          f"there would replace its files: choose another output folder")
+    return owned
 
 
 def _check_output_folder(out: Path, names, force: bool) -> dict[str, str]:
@@ -182,7 +189,7 @@ def write_result_folder(out: str | Path, fill, force: bool = False, command: str
     path of the folder.
     """
     out = Path(out).absolute()
-    check_output_folder(out, [], force)
+    check_output_folder(out, [], force, None if add else command)
     if out.exists():
         parent_created = []
         tmp = _make_tmp_dir(out)

@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 
 from ffopt import interrupt
 from ffopt.errors import OutputError
-from ffopt.io.results import _marker_field, _read_marker, check_output_folder, write_result_folder
+from ffopt.io.results import _read_marker, check_output_folder, write_result_folder
 
 TABLE = "results.parquet"
 SWEEP_FILE = "sweep.toml"
@@ -37,13 +37,8 @@ FIRST_COLUMNS = ("run", "run_id", "block", "status", "error_type", "error", "fol
 def check_sweep_folder(out: Path, force: bool = False) -> None:
     """The sweep folder must be new, empty, a sweep folder ffopt wrote, or (``force``) a folder without
     rows/ and runs/ of the user's; its own files are checked as ``ffopt plan`` checks them."""
-    check_output_folder(out, [TABLE, SWEEP_FILE], force)
-    marker = _read_marker(out) if out.is_dir() else None
-    command = _marker_field(out, "command") if marker is not None else None
-    if marker is not None and command != "sweep":
-        raise OutputError(f"{out}: is a result folder of 'ffopt {command}', not a sweep folder; "
-                          "choose another output folder")
-    if marker is None and out.is_dir():
+    check_output_folder(out, [TABLE, SWEEP_FILE], force, "sweep")  # also refuses a plan's folder
+    if out.is_dir() and _read_marker(out) is None:
         for d in (ROWS, RUNS):
             if (out / d).exists() or (out / d).is_symlink():
                 raise OutputError(f"{out / d}: exists and was not written by ffopt; ffopt never replaces your "

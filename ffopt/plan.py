@@ -78,11 +78,14 @@ def versions() -> dict:
 
 def plan(problem: Problem | str | Path, method: str | None = None, order: int | None = None,
          step: float | None = None, form: str | None = None, scaling_power: float | None = None,
-         verify: bool | None = None, compile: bool = True, progress=None, backend: str | None = None,
+         verify: bool | str | None = None, compile: bool = True, progress=None, backend: str | None = None,
          warm_start: str | None = None) -> PlanResult:
     """Compute and verify a feedforward plan. Arguments left None take the problem's settings.
 
-    ``step`` sets both the BDF step (solver.step) and the collocation interval (nlp.step)."""
+    ``step`` sets both the BDF step (solver.step) and the collocation interval (nlp.step).
+    ``verify``: False (none), True (the problem's case set), "default" (open loop and with the
+    motor PD) or "full" (also the baselines and the payload mismatch); None: the problem's
+    [verification] settings."""
     if not isinstance(problem, Problem):
         problem = load_problem(problem)
     problem = problem.with_solver(method=method, order=order, step=step, form=form, scaling_power=scaling_power)
@@ -131,12 +134,14 @@ def plan(problem: Problem | str | Path, method: str | None = None, order: int | 
     timings["inverse_dynamics"] = time.perf_counter() - tic
 
     report = None
-    if problem.verification.enabled if verify is None else verify:
+    cases = verification_cases(problem, verify)
+    if cases is not None:
         from ffopt.sim.verify import verify as run_verification
 
         tic = time.perf_counter()
-        say("verifying: forward simulation open loop, with motor PD, baselines, payload mismatch")
-        report = run_verification(model, reference, traj, problem.verification, guess)
+        say("verifying: forward simulation open loop and with motor PD"
+            + (", baselines, payload mismatch" if cases == "full" else ""))
+        report = run_verification(model, reference, traj, problem.verification, guess, cases=cases)
         timings["verification"] = time.perf_counter() - tic
     settings = {"method": s.method, "order": s.order, "step_s": s.step, "form": s.form,
                 "scaling_power": traj.stats.get("scaling_power"), "compile": compile}
@@ -147,6 +152,19 @@ def plan(problem: Problem | str | Path, method: str | None = None, order: int | 
                            "pre_actuation_s": traj.stats.get("pre_actuation_s"),
                            "post_actuation_s": traj.stats.get("post_actuation_s")}
     return PlanResult(problem, traj, report, settings, timings)
+
+
+def verification_cases(problem: Problem, verify: bool | str | None) -> str | None:
+    """The verification case set a plan runs ("default" or "full"), None for no verification."""
+    if verify is None:
+        return problem.verification.cases if problem.verification.enabled else None
+    if verify is True:
+        return problem.verification.cases
+    if verify is False:
+        return None
+    if verify not in ("default", "full"):
+        raise ProblemError(f"verify: must be True, False, 'default' or 'full', got {verify!r}")
+    return verify
 
 
 def _zero_dynamics_hint(model, reference, guess) -> str:

@@ -90,12 +90,12 @@ def progress_printer(quiet: bool):
 def cmd_plan(args) -> int:
     from ffopt.io.problem import load_problem
     from ffopt.io.results import check_output_folder
-    from ffopt.plan import output_files, plan
+    from ffopt.plan import output_files, plan, verification_cases
 
     problem = load_problem(args.problem)
     check_plan_options(args, problem)
-    verify = False if args.no_verify else None
-    verifies = problem.verification.enabled if verify is None else verify
+    verify = False if args.no_verify else args.verify
+    verifies = verification_cases(problem, verify) is not None
     check_output_folder(args.out, output_files(not args.no_plots, verifies), args.force)  # before the solve
     say = progress_printer(args.quiet)
     try:
@@ -113,6 +113,8 @@ def cmd_plan(args) -> int:
 
 def check_plan_options(args, problem) -> None:
     """Command-line values in range, and every option given applies to the method that runs."""
+    if args.no_verify and args.verify is not None:
+        raise ProblemError(f"--verify {args.verify} and --no-verify contradict each other; give one of them")
     if args.step is not None and args.step <= 0:
         raise ProblemError(f"--step: must be > 0 s (it sets solver.step and nlp.step), got {args.step:g}")
     method = args.method or problem.solver.method
@@ -171,6 +173,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", choices=["casadi", "cyipopt", "pyomo", "auto"],
                    help="NLP backend (method nlp); auto: Newton if the NLP is square, else IPOPT via cyipopt")
     p.add_argument("--warm-start", choices=["bdf", "none"], help="NLP start point: BDF solution or rest (method nlp)")
+    p.add_argument("--verify", choices=["default", "full"],
+                   help="verification cases: default = the plan open loop and with the motor PD loop; full = also "
+                        "the cubic-spline torques, rigid-model feedforward, PD only and the payload mismatch "
+                        "(default: the problem's verification.cases)")
     p.add_argument("--no-verify", action="store_true", help="skip the verification simulations")
     p.add_argument("--no-plots", action="store_true")
     p.add_argument("--no-compile", action="store_true", help="run CasADi's virtual machine, no C code")

@@ -67,13 +67,18 @@ def output_files(plots: bool, verification: bool) -> list[str]:
 
 
 def versions() -> dict:
+    """Versions of Python and of the libraries this run used (SciPy only if it was loaded: a BDF
+    plan with the default verification does not need it, and importing it for its version alone
+    cost ~20 ms)."""
     import casadi
-    import scipy
 
     import ffopt
 
-    return {"ffopt": ffopt.__version__, "python": sys.version.split()[0], "platform": platform.platform(),
-            "casadi": casadi.__version__, "numpy": np.__version__, "scipy": scipy.__version__}
+    out = {"ffopt": ffopt.__version__, "python": sys.version.split()[0], "platform": platform.platform(),
+           "casadi": casadi.__version__, "numpy": np.__version__}
+    if "scipy" in sys.modules:
+        out["scipy"] = sys.modules["scipy"].__version__
+    return out
 
 
 def plan(problem: Problem | str | Path, method: str | None = None, order: int | None = None,

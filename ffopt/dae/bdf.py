@@ -11,7 +11,9 @@ the algebraic rows) to improve the conditioning of that matrix on high-index pro
 does not change the exact solution of the step equations.
 
 Implementation: the whole stepping loop runs inside CasADi. One step is a Function (history,
-t_i, c) -> (history shifted by the new x_i, diagnostics), iterated with ``Function.mapaccum``.
+t_i, c, r_i) -> (history shifted by the new x_i, diagnostics), iterated with ``Function.mapaccum``
+in CasADi's virtual machine, or, compiled, by a C loop generated into the same library (called
+through ctypes: no per-run graph of n_steps calls to build, no CasADi call overhead).
 Inside a step, Newton is unrolled to ``max_newton_iter`` guarded iterations; each is a CasADi
 Switch, so once the iteration has stopped the remaining ones cost nothing (CasADi's rootfinders
 cannot report whether they converged, which is why the loop is written out). The step Function
@@ -75,7 +77,8 @@ FLUSH_RELATIVE = 1e-100  # Newton-matrix entries this small relative to their ro
 _MEMORY_CACHE: OrderedDict[str, "_BdfFunctions"] = OrderedDict()
 _MEMORY_CACHE_SIZE = 32
 _SERIALIZED: OrderedDict[int, tuple[ca.Function, str | None]] = OrderedDict()
-_CODE_VERSION = "bdf-7"  # bump when the generated step function changes
+_KEYS: OrderedDict[tuple, tuple] = OrderedDict()
+_CODE_VERSION = "bdf-8"  # bump when the generated step function changes
 
 
 @dataclass
@@ -102,6 +105,7 @@ class _BdfFunctions:
     post: ca.Function  # (x, t, hist, c, r) -> (F unscaled, D_h x), for the given data at t0
     compiled: bool
     marches: dict = field(default_factory=dict)  # n_steps -> march Function (building one costs ~5 ms)
+    driver: object = None  # compiled: the C stepping loop (ctypes function), see _DRIVER
 
     def march(self, n_steps: int) -> ca.Function:
         """(start, t (1 x n_steps), c, r (m x n_steps)) -> (final history, diagnostics (3n+2 x n_steps))."""
@@ -180,8 +184,12 @@ def solve_bdf(
     c = np.concatenate([[1.0 / h], scale])
     t = t0 + h * np.arange(n_steps + 1)
     start = np.concatenate([x0, hist0[:-1].ravel()])  # state before step 1: x_0, ..., x_{1-k}
-    _, out = _call_into_numpy(funcs.march(n_steps), start, t[1:][None, :], c, r[1:].T)
-    out = out.reshape(n_steps, 3 * n + 2 + n_e)  # column-major diagnostics: row i = step i+1
+    n_diag = 3 * n + 2 + n_e
+    if funcs.driver is not None:
+        out = _march_in_c(funcs.driver, start, t[1:], c, r[1:], n_diag)
+    else:
+        _, out = _call_into_numpy(funcs.march(n_steps), start, t[1:][None, :], c, r[1:].T)
+    out = out.reshape(n_steps, n_diag)  # column-major diagnostics: row i = step i+1
     x = np.vstack([x0, out[:, :n]])
     res0, xdot0, extra0 = _call_into_numpy(funcs.post, x0, [t[0]], hist0.ravel(), c, r[0])
     res = np.vstack([res0, out[:, n:2 * n]])
@@ -288,7 +296,22 @@ def _get_functions(F, order, tol, max_iter, compile, cache_dir, extra=None) -> _
 
 
 def _problem_key(F, order, tol, max_iter, compile, extra=None) -> str | None:
-    """Hash of everything the step function depends on, or None if F (or extra) cannot be serialized."""
+    """Hash of everything the step function depends on, or None if F (or extra) cannot be serialized.
+
+    Remembered per (F, extra) object and settings: hashing the serialized functions costs ~0.2 ms."""
+    memo = (id(F), id(extra), order, tuple(map(float, tol)), int(max_iter), bool(compile),
+            _compiler() if compile else None)
+    hit = _KEYS.get(memo)
+    if hit is not None and hit[0] is F and hit[1] is extra:
+        return hit[2]
+    key = _hash_key(F, order, tol, max_iter, compile, extra)
+    _KEYS[memo] = (F, extra, key)  # holding F and extra keeps their ids from being reused
+    while len(_KEYS) > _MEMORY_CACHE_SIZE:
+        _KEYS.popitem(last=False)
+    return key
+
+
+def _hash_key(F, order, tol, max_iter, compile, extra) -> str | None:
     text = _serialized(F)
     if extra is not None:
         more = _serialized(extra)
@@ -359,12 +382,13 @@ def _build_functions(F, order, tol, max_iter, key, extra=None) -> _BdfFunctions:
     name = f"bdf_step_{key[:16]}" if key else "bdf_step"
     shifted = ca.vertcat(x, hist[: n * (order - 1)]) if order > 1 else x
     derived = (lambda xi, xdi: ca.MX(0, 1)) if extra is None else _expanded(extra)
-    diag = ca.vertcat(x, res, xdot, done, iterations, derived(x, xdot))
+    diag = ca.densify(ca.vertcat(x, res, xdot, done, iterations, derived(x, xdot)))
     step = ca.Function(name, [hist, t, c, r], [shifted, diag])
     xs, ts, hs, cs, rs = (ca.MX.sym("x", n), ca.MX.sym("t"), ca.MX.sym("hist", n * order), ca.MX.sym("c", 1 + n),
                           ca.MX.sym("r", m))
     res0, xdot0 = _residual_function(F, order)(xs, ca.vertcat(ts, hs, cs, rs))
-    post = ca.Function(_post_name(name), [xs, ts, hs, cs, rs], [res0, xdot0, derived(xs, xdot0)])
+    post = ca.Function(_post_name(name), [xs, ts, hs, cs, rs],
+                       [ca.densify(res0), ca.densify(xdot0), ca.densify(derived(xs, xdot0))])
     return _BdfFunctions(step=step, post=post, compiled=False)
 
 
@@ -459,9 +483,10 @@ def _load_compiled(key: str, cache_dir) -> _BdfFunctions | None:
         return None
     name = f"bdf_step_{key[:16]}"
     try:
-        return _BdfFunctions(step=ca.external(name, str(so_path)), post=ca.external(_post_name(name), str(so_path)),
-                             compiled=True)
-    except RuntimeError:  # a library from an older layout or damaged: build and compile anew
+        step = ca.external(name, str(so_path))
+        return _BdfFunctions(step=step, post=ca.external(_post_name(name), str(so_path)), compiled=True,
+                             driver=_load_driver(so_path, name))
+    except (RuntimeError, OSError, AttributeError):  # an older layout or a damaged file: build anew
         so_path.unlink(missing_ok=True)
         return None
 
@@ -471,20 +496,22 @@ def _compiled(funcs: _BdfFunctions, key: str, cache_dir) -> _BdfFunctions:
     so_path = _so_path(key, cache_dir)
     try:
         if not so_path.exists():
-            _compile_to((funcs.step, funcs.post), so_path)
+            _compile_to((funcs.step, funcs.post), so_path, _driver_source(funcs.step))
         step = ca.external(funcs.step.name(), str(so_path))
         post = ca.external(funcs.post.name(), str(so_path))
-    except (OSError, RuntimeError, subprocess.SubprocessError) as err:
+        driver = _load_driver(so_path, funcs.step.name())
+    except (OSError, RuntimeError, AttributeError, subprocess.SubprocessError) as err:
         warnings.warn(
             f"compiling the BDF step failed ({_first_line(err)}); using CasADi's virtual machine",
             RuntimeWarning,
         )
         return funcs
-    return _BdfFunctions(step=step, post=post, compiled=True)
+    return _BdfFunctions(step=step, post=post, compiled=True, driver=driver)
 
 
-def _compile_to(functions, so_path: Path) -> None:
-    """Generate C code for ``functions`` and compile them into one library ``so_path`` atomically."""
+def _compile_to(functions, so_path: Path, extra_source: str = "") -> None:
+    """Generate C code for ``functions`` (plus ``extra_source``, C that calls them) and compile them
+    into one library ``so_path`` atomically."""
     cc = shutil.which(_compiler())
     if cc is None:
         raise OSError(f"C compiler {_compiler()!r} not found")
@@ -494,6 +521,9 @@ def _compile_to(functions, so_path: Path) -> None:
         for f in functions:
             gen.add(f)
         c_file = gen.generate(tmp + os.sep)
+        if extra_source:
+            with open(c_file, "a") as f:
+                f.write(extra_source)
         fd, tmp_so = tempfile.mkstemp(dir=so_path.parent, prefix=".tmp_bdf_", suffix=".so")
         os.close(fd)
         try:
@@ -505,6 +535,82 @@ def _compile_to(functions, so_path: Path) -> None:
         finally:
             if os.path.exists(tmp_so):
                 os.remove(tmp_so)
+
+
+# The stepping loop in C: n_steps calls of the generated step function, the history carried from
+# one step's output into the next step's input; diagnostics of step i at diag + n_diag * i.
+# Returns 0, or i + 1 if the step function failed at step i (as CasADi's own evaluation would).
+_DRIVER = """
+/* ffopt BDF stepping loop */
+#include <stdlib.h>
+#include <string.h>
+CASADI_SYMBOL_EXPORT int {step}_march(const casadi_real* start, const casadi_real* t, const casadi_real* c,
+                                      const casadi_real* r, casadi_int n_steps, casadi_real* hist_out,
+                                      casadi_real* diag) {{
+  casadi_int sz_arg, sz_res, sz_iw, sz_w, i;
+  int flag = 0, mem;
+  casadi_real *cur, *next, *swap;
+  {step}_work(&sz_arg, &sz_res, &sz_iw, &sz_w);
+  const casadi_real** arg = (const casadi_real**) malloc(sizeof(casadi_real*) * sz_arg);
+  casadi_real** res = (casadi_real**) malloc(sizeof(casadi_real*) * sz_res);
+  casadi_int* iw = (casadi_int*) malloc(sizeof(casadi_int) * (sz_iw > 0 ? sz_iw : 1));
+  casadi_real* w = (casadi_real*) malloc(sizeof(casadi_real) * (sz_w > 0 ? sz_w : 1));
+  casadi_real* hist = (casadi_real*) malloc(sizeof(casadi_real) * 2 * {n_hist});
+  if (!arg || !res || !iw || !w || !hist) {{
+    free((void*) arg); free(res); free(iw); free(w); free(hist);
+    return -1;
+  }}
+  {step}_incref();
+  mem = {step}_checkout();
+  cur = hist;
+  next = hist + {n_hist};
+  memcpy(cur, start, sizeof(casadi_real) * {n_hist});
+  for (i = 0; i < n_steps && !flag; ++i) {{
+    arg[0] = cur; arg[1] = t + i; arg[2] = c; arg[3] = r + {m} * i;
+    res[0] = next; res[1] = diag + {n_diag} * i;
+    if ({step}(arg, res, iw, w, mem)) flag = (int) (i + 1);
+    swap = cur; cur = next; next = swap;
+  }}
+  if (!flag) memcpy(hist_out, cur, sizeof(casadi_real) * {n_hist});
+  {step}_release(mem);
+  {step}_decref();
+  free((void*) arg); free(res); free(iw); free(w); free(hist);
+  return flag;
+}}
+"""
+
+
+def _driver_source(step: ca.Function) -> str:
+    dense = all(step.sparsity_in(i).is_dense() for i in range(4)) and all(
+        step.sparsity_out(i).is_dense() for i in range(2))
+    if not dense:
+        raise RuntimeError("the BDF step function has sparse inputs or outputs")
+    return _DRIVER.format(step=step.name(), n_hist=step.nnz_in(0), m=step.nnz_in(3), n_diag=step.nnz_out(1))
+
+
+def _load_driver(so_path: Path, step_name: str):
+    """The compiled stepping loop of library ``so_path`` as a ctypes function."""
+    import ctypes
+
+    fn = getattr(ctypes.CDLL(str(so_path)), f"{step_name}_march")
+    ptr = ctypes.POINTER(ctypes.c_double)
+    fn.argtypes = [ptr, ptr, ptr, ptr, ctypes.c_longlong, ptr, ptr]
+    fn.restype = ctypes.c_int
+    return fn
+
+
+def _march_in_c(driver, start, t, c, r, n_diag) -> np.ndarray:
+    """Run the compiled loop over the steps t (n_steps,), inputs r (n_steps, m); diagnostics (n_steps, n_diag)."""
+    import ctypes
+
+    ptr = ctypes.POINTER(ctypes.c_double)
+    arrays = [np.ascontiguousarray(a, dtype=float) for a in (start, t, c, r)]
+    hist = np.empty(arrays[0].size)
+    diag = np.empty((t.size, n_diag))
+    flag = driver(*(a.ctypes.data_as(ptr) for a in arrays), t.size, hist.ctypes.data_as(ptr), diag.ctypes.data_as(ptr))
+    if flag != 0:
+        raise RuntimeError(f"the compiled BDF step failed ({'out of memory' if flag < 0 else f'step {flag}'})")
+    return diag
 
 
 def _first_line(err: Exception) -> str:

@@ -182,3 +182,28 @@ def test_plan_without_plots_and_help_do_not_import_heavy_modules(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split("\n")[-2] == "[] []"
+
+
+def test_bench_scaling_tables_print_every_row_and_a_finite_exponent():
+    # a smoke test of `ffopt bench --table steps --quick` (no timing is asserted: the machine is shared)
+    from ffopt.bench import fitted_exponent, run_bench
+
+    assert fitted_exponent([1, 2, 4], [3.0, 6.0, 12.0]) == pytest.approx(1.0)
+    assert fitted_exponent([2, 4, 8], [1.0, 4.0, 16.0]) == pytest.approx(2.0)
+    text = run_bench(quick=True, repeats=1, tables=("steps",))
+    lines = text.splitlines()
+    assert lines[0].startswith("Time against the number of steps (E12)")
+    rows = [line.split() for line in lines[2:4]]
+    assert [(r[0], r[1]) for r in rows] == [("2", "410"), ("1", "820")]  # h [ms], steps of E12's 0.82 s
+    exponents = [float(x) for x in lines[4].split()[-2:]]
+    assert all(np.isfinite(exponents)) and "(was 11-18)" in lines[3]
+
+
+@pytest.mark.slow
+def test_bench_bodies_and_plan_tables_run():
+    from ffopt.bench import elastic_chain_problem, run_bench
+
+    p = elastic_chain_problem(5)
+    assert p.model.layout.n_u == 5 and p.outputs == ("x", "z", "q3", "q4", "q5")
+    text = run_bench(quick=True, repeats=1, tables=("bodies", "plan"))
+    assert "exponent (CPU)" in text and "plan, default verification" in text and "ffopt --help" in text

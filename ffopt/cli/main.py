@@ -92,6 +92,8 @@ def cmd_plan(args) -> int:
     from ffopt.io.results import check_output_folder
     from ffopt.plan import output_files, plan, verification_cases
 
+    if args.no_verify and args.verify is not None:
+        raise ProblemError(f"--verify {args.verify} and --no-verify contradict each other; give one of them")
     problem = load_problem(args.problem)
     check_plan_options(args, problem)
     verify = False if args.no_verify else args.verify
@@ -113,8 +115,6 @@ def cmd_plan(args) -> int:
 
 def check_plan_options(args, problem) -> None:
     """Command-line values in range, and every option given applies to the method that runs."""
-    if args.no_verify and args.verify is not None:
-        raise ProblemError(f"--verify {args.verify} and --no-verify contradict each other; give one of them")
     if args.step is not None and args.step <= 0:
         raise ProblemError(f"--step: must be > 0 s (it sets solver.step and nlp.step), got {args.step:g}")
     method = args.method or problem.solver.method
@@ -138,7 +138,7 @@ def summary_text(result) -> str:
 def cmd_bench(args) -> int:
     from ffopt.bench import run_bench
 
-    print(run_bench(quick=args.quick, repeats=args.repeats))
+    print(run_bench(quick=args.quick, repeats=args.repeats, tables=args.table or ("forms", "plan", "steps", "bodies")))
     return EXIT_OK
 
 
@@ -183,8 +183,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.set_defaults(func=cmd_plan)
 
-    b = sub.add_parser("bench", help="time BDF forms against SUNDIALS IDAS on E1 and E12", epilog=EXIT_CODES_HELP)
+    b = sub.add_parser("bench", help="time BDF forms against SUNDIALS IDAS, the whole plan process, and the cost "
+                                     "against steps and bodies", epilog=EXIT_CODES_HELP)
     b.add_argument("--quick", action="store_true", help="fewer settings, for a smoke test")
+    b.add_argument("--table", action="append", choices=["forms", "plan", "steps", "bodies"],
+                   help="run only this table (repeatable): forms = BDF forms vs IDAS at the seed's settings, plan = "
+                        "the whole `ffopt plan` process (E12), steps / bodies = time against the number of steps / "
+                        "bodies; default: all")
     b.add_argument("--repeats", type=positive_int, default=5, help="timed repetitions (the median is reported)")
     b.set_defaults(func=cmd_bench)
 

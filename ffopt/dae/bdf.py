@@ -78,7 +78,7 @@ _MEMORY_CACHE: OrderedDict[str, "_BdfFunctions"] = OrderedDict()
 _MEMORY_CACHE_SIZE = 32
 _SERIALIZED: OrderedDict[int, tuple[ca.Function, str | None]] = OrderedDict()
 _KEYS: OrderedDict[tuple, tuple] = OrderedDict()
-_CODE_VERSION = "bdf-8"  # bump when the generated step function changes
+_CODE_VERSION = "bdf-9"  # bump when the generated step function changes
 
 
 @dataclass
@@ -95,6 +95,7 @@ class BdfResult:
     compiled: bool  # True if the stepping ran in compiled C code
     newton_iterations: np.ndarray | None = None  # (n_steps+1,) Jacobian evaluations per step; row 0: 0
     extra: np.ndarray | None = None  # (n_steps+1, e) the ``extra`` outputs at every step
+    cpu_time_solve: float | None = None  # s of CPU for what wall_time_solve measures (load-independent)
 
 
 @dataclass
@@ -180,7 +181,7 @@ def solve_bdf(
     funcs = _get_functions(F, order, (newton_tol, step_tol), max_newton_iter, compile, cache_dir, extra)
     t_build = time.perf_counter() - tic
 
-    tic = time.perf_counter()
+    tic, cpu = time.perf_counter(), time.process_time()
     c = np.concatenate([[1.0 / h], scale])
     t = t0 + h * np.arange(n_steps + 1)
     start = np.concatenate([x0, hist0[:-1].ravel()])  # state before step 1: x_0, ..., x_{1-k}
@@ -196,7 +197,7 @@ def solve_bdf(
     xdot = np.vstack([xdot0, out[:, 2 * n:3 * n]])
     converged = _converged(res * scale, x, out[:, 3 * n])
     iterations = np.concatenate([[0], out[:, 3 * n + 1]]).astype(int)
-    t_solve = time.perf_counter() - tic
+    t_solve, cpu = time.perf_counter() - tic, time.process_time() - cpu
 
     result = BdfResult(
         t=t,
@@ -209,6 +210,7 @@ def solve_bdf(
         compiled=funcs.compiled,
         newton_iterations=iterations,
         extra=np.vstack([extra0, out[:, 3 * n + 2:]]) if extra is not None else None,
+        cpu_time_solve=cpu,
     )
     _raise_on_failure(result, order, h)
     return result
@@ -399,7 +401,7 @@ def _post_name(step_name: str) -> str:
 def _residual_function(F, order) -> ca.Function:
     """(x, p) -> (F unscaled, D_h x) with p = [t; hist; c; r]."""
     x, t, hist, c, r, xdot, res = _symbols(F, order)
-    return ca.Function("bdf_residual", [x, ca.vertcat(t, hist, c, r)], [res, xdot])
+    return ca.Function("bdf_residual", [x, ca.vertcat(t, hist, c, r)], _shared([res, xdot]))
 
 
 def _guarded_newton_iteration(F, order, tol) -> ca.Function:
@@ -418,7 +420,7 @@ def _guarded_newton_iteration(F, order, tol) -> ca.Function:
     size = ca.mtimes(ca.fabs(J), 1 + ca.fabs(x))  # the size of each row's terms
     backward = ca.mmax(ca.fabs(g) / ca.fmax(size, 1e-300))
     small = ca.logic_or(ca.mmax(ca.fabs(g)) <= tol[0], backward <= _BACKWARD_ERROR_TOL)
-    residual_and_jacobian = ca.Function("bdf_g_J", [x, p], [g, J, small])
+    residual_and_jacobian = ca.Function("bdf_g_J", [x, p], _shared([g, J, small]))
 
     xm, pm, gm = ca.MX.sym("x", x.numel()), ca.MX.sym("p", p.numel()), ca.MX.sym("g", x.numel())
     Jm = ca.MX.sym("J", J.sparsity())
@@ -433,6 +435,17 @@ def _guarded_newton_iteration(F, order, tol) -> ca.Function:
     iterate = ca.Function("bdf_iterate", [xm, pm], [xi, donei, ca.MX(1)])
     idle = ca.Function("bdf_idle", [xm, pm], [xm, ca.MX(1), ca.MX(0)])
     return ca.Function.if_else("bdf_newton_iteration", idle, iterate)
+
+
+def _shared(expressions: list) -> list:
+    """SX expressions with their common subexpressions merged (CasADi's cse), so each is evaluated
+    once: the residual, its derivatives and the Jacobian repeat many of the same terms. Merging
+    identical operations on identical operands changes no result (same operations, same order);
+    E12's residual + Jacobian shrinks from 2189 to 1266 operations, a 6-axis arm's from 37001 to
+    26858, which speeds up the loop and the C compiler alike."""
+    if not hasattr(ca, "cse") or not all(isinstance(e, ca.SX) for e in expressions):
+        return expressions
+    return list(ca.cse(expressions))
 
 
 def _flush_tiny(J):

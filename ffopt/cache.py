@@ -15,9 +15,10 @@ from __future__ import annotations
 import weakref
 
 _ENTRIES: "weakref.WeakKeyDictionary[object, dict]" = weakref.WeakKeyDictionary()
+MAX_ENTRIES_PER_MODEL = 32
 
 
-def per_model(model, key, build):  # also for other objects built once and not changed (references)
+def per_model(model, key, build):  # also for other objects that are built once and not changed (references)
     """``build()`` once per (model object, key); later calls return the same object.
 
     ``build`` must not hold a reference to ``model`` in what it returns (the entry would keep the
@@ -29,6 +30,8 @@ def per_model(model, key, build):  # also for other objects built once and not c
         return hit[2]
     value = build()
     entries[key] = (*stamp, value)
+    while len(entries) > MAX_ENTRIES_PER_MODEL:  # e.g. integrators for many grids in a sweep: oldest out
+        entries.pop(next(iter(entries)))
     return value
 
 

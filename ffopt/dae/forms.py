@@ -18,6 +18,7 @@ records which rows are constraints so the solver can do that.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 import casadi as ca
@@ -51,12 +52,18 @@ class InverseDae:
     def path_data(self, reference, t) -> np.ndarray:
         """Rows r(t_i) = [theta; theta'; ...](t_i) (len(t), n_out * n_path_derivs), the input r of F_path.
 
-        One Function for all the derivatives (they share subexpressions), mapped over the grid and
-        kept per reference and grid size; the values are those of ``reference.evaluate(t, k)``."""
-        t = np.asarray(t, dtype=float).ravel()
-        f = per_model(reference, ("path_data", self.n_path_derivs, t.size),
-                      lambda: _path_function(reference, self.n_path_derivs).map(t.size))
-        return np.array(f(t[None, :])).T
+        One Function for all the derivatives (they share subexpressions), mapped over the grid; the
+        values are those of ``reference.evaluate(t, k)``, and are kept per reference and grid (a
+        sweep over model parameters on one path evaluates the path once)."""
+        t = np.ascontiguousarray(t, dtype=float).ravel()
+        grid = hashlib.sha256(t.tobytes()).hexdigest()
+
+        def evaluate():
+            values = np.array(_path_function(reference, self.n_path_derivs).map(t.size)(t[None, :])).T
+            values.flags.writeable = False  # shared between calls
+            return values
+
+        return per_model(reference, ("path_data", self.n_path_derivs, grid), evaluate)
 
     def row_scale(self, h: float, p: float | None = None) -> np.ndarray:
         p = DEFAULT_SCALING_POWER[self.form] if p is None else p

@@ -40,7 +40,7 @@ def solve_inverse_bdf(model: FlexibleModel, reference, order: int = 6, step: flo
     nq, N = model.layout.nq, model.layout.n_u
     a, u, tool = np.split(res.extra, [nq, nq + N], axis=1)
     traj = trajectory_from_states(model, reference, res.t, res.x, a, method=f"bdf{order}-{form}",
-                                  y_ref=path[:, : reference.n_out], u=u, tool=tool)
+                                  y_ref=path[:, : reference.n_out].copy(), u=u, tool=tool)
     traj.stats.update({
         "order": order, "step": step, "form": form, "scaling_power": p, "n_steps": n_steps,
         "dummy_set": [model.coordinate_names()[i] for i in dummy], "n_unknowns": dae.n_x,

@@ -261,8 +261,10 @@ BODY_COUNTS = (2, 3, 4, 6, 8, 12)
 PREVIOUS = {
     "plan_wall_s": "2.9 quiet / 5.8 loaded", "path_check_s": "0.6-1.0", "verification_s": "1.3-2.9",
     "bdf_call_ms": "11-18", "bdf_loop_ms": "3-5",
-    # measured on the previous code (main before this work) 2026-11-23, load 7-8 on 2 cores:
-    "plan_cpu_s": "1.9-2.0", "plan_rss_mb": "137", "help_wall_s": "0.76-0.84",
+    # measured on the previous code (main before this work, whose default was the full table of 7
+    # cases) 2026-11-23, load 5-8 on 2 cores (results/speed.md):
+    "plan_cpu_s": "1.9-2.2", "plan_rss_mb": "131-137", "help_wall_s": "0.48-0.84", "help_cpu_s": "0.21-0.25",
+    "help_rss_mb": "40",
 }
 NLP_PREVIOUS_S = {("NLP exact", 2e-3): 0.19, ("NLP exact", 1e-3): 0.40,
                   ("NLP bounded", 2e-3): 1.8, ("NLP bounded", 1e-3): 3.3}
@@ -424,20 +426,31 @@ def bodies_table(repeats: int = 5, quick: bool = False) -> str:
     return "\n".join(lines)
 
 
+# Runs one command and reports its wall time, CPU time and peak RSS. A small launcher process starts
+# it: Linux counts the RSS of the process a child was forked from into the child's peak, so a
+# child spawned from this (large) benchmark process would report at least this process's size.
+_LAUNCHER = """
+import os, sys, time
+tic = time.perf_counter()
+pid = os.posix_spawn(sys.executable, [sys.executable, *sys.argv[1:]], os.environ)
+_, status, usage = os.wait4(pid, 0)
+wall = time.perf_counter() - tic
+print(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status))
+"""
+
+
 def _run_process(args: list[str]) -> tuple[float, float, float]:
-    """(wall s, CPU s of the child, peak RSS MB of the child) of one command, stdout discarded."""
+    """(wall s, CPU s, peak RSS MB) of ``python args`` (stdout discarded); RuntimeError if it fails."""
     import subprocess
 
-    tic = time.perf_counter()
-    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - tic
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    err = proc.stderr.read().decode(errors="replace").strip()
-    proc.stderr.close()
-    if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(args)} failed ({proc.returncode}): {err.splitlines()[-1] if err else ''}")
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+    proc = subprocess.run([sys.executable, "-c", _LAUNCHER, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True)
+    fields = proc.stdout.strip().splitlines()[-1].split() if proc.stdout.strip() else []
+    if proc.returncode != 0 or len(fields) != 4 or fields[3] != "0":
+        err = proc.stderr.strip().splitlines()
+        raise RuntimeError(f"python {' '.join(args)} failed: {err[-1] if err else proc.stdout.strip()}")
+    wall, cpu, rss, _ = map(float, fields)
+    return wall, cpu, rss
 
 
 def plan_process_table(repeats: int = 5) -> str:
@@ -447,7 +460,7 @@ def plan_process_table(repeats: int = 5) -> str:
     import json
 
     problem = str(_problem_file("e12_line.toml"))
-    cli = [sys.executable, "-m", "ffopt.cli.main"]
+    cli = ["-m", "ffopt.cli.main"]
     rows, stages = [], {}
     with tempfile.TemporaryDirectory(prefix="ffopt_bench_plan_") as tmp:
         for label, extra in (("plan, default verification", []), ("plan, --verify full", ["--verify", "full"])):
@@ -461,8 +474,9 @@ def plan_process_table(repeats: int = 5) -> str:
                 stages = {**s["wall_time_s"], "bdf_call": s["solver"]["time_total_s"], "bdf_loop": s["solver"]["time_solve_s"]}
         rows.append(("ffopt --help", [_run_process(cli + ["--help"]) for _ in range(max(1, repeats))]))
     med = [[statistics.median(x[i] for x in runs) for i in range(3)] for _, runs in rows]
-    prev = [(PREVIOUS["plan_wall_s"], PREVIOUS["plan_cpu_s"], PREVIOUS["plan_rss_mb"]), ("-", "-", "-"),
-            (PREVIOUS["help_wall_s"], "-", "-")]
+    prev = [(PREVIOUS["plan_wall_s"], PREVIOUS["plan_cpu_s"], PREVIOUS["plan_rss_mb"]),
+            (PREVIOUS["plan_wall_s"] + " (then the default)", PREVIOUS["plan_cpu_s"], PREVIOUS["plan_rss_mb"]),
+            (PREVIOUS["help_wall_s"], PREVIOUS["help_cpu_s"], PREVIOUS["help_rss_mb"])]
     lines = [f"{'process':30s} {'wall[s]':>8s} {'range':>13s} {'CPU[s]':>7s} {'RSS[MB]':>8s}   previous release: wall / CPU / RSS"]
     for (label, runs), (w, c, m), before in zip(rows, med, prev):
         walls = [r[0] for r in runs]

@@ -14,6 +14,7 @@ from pathlib import Path
 import casadi as ca
 import numpy as np
 import pytest
+from helpers import toml_text
 
 from ffopt import cache
 from ffopt.cli.main import main
@@ -145,8 +146,6 @@ def test_default_verification_is_the_full_tables_first_rows_on_one_integrator():
 def test_verify_option_and_problem_setting(tmp_path, capsys):
     d = tomllib.loads(E1.read_text())
     d["verification"] = {"cases": "full"}
-    from tests.helpers import toml_text
-
     full_file = tmp_path / "full.toml"
     full_file.write_text(toml_text(d))
     assert main(["plan", str(full_file), "--out", str(tmp_path / "a"), "--quiet", "--no-plots"]) == 0

@@ -69,7 +69,7 @@ def table(results: dict) -> str:
             ("rss_mb", "peak RSS [MB]", 1), ("startup", "start-up: interpreter, imports, problem, output check [ms]", 1e3),
             ("path_check", "path check [ms]", 1e3), ("inverse_dynamics", "inverse dynamics stage [ms]", 1e3),
             ("bdf_call", "  of which the BDF call [ms]", 1e3), ("verification", "verification [ms]", 1e3),
-            ("write", "writing the files [ms]", 1e3), ("cases", "verification cases", 1)]
+            ("write", "between the stages (imports on first use) and writing the files [ms]", 1e3), ("cases", "verification cases", 1)]
     names = list(results)
     lines = ["| | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
     for key, label, scale in keys:

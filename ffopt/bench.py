@@ -22,6 +22,7 @@ import datetime
 import os
 import platform
 import statistics
+import sys
 import tempfile
 import time
 from contextlib import contextmanager
@@ -201,8 +202,33 @@ def format_table(rows) -> str:
     return "\n".join(lines)
 
 
-def run_bench(quick: bool = False, repeats: int = 5) -> str:
-    """Run the benchmark and return the printed table (with machine, date and column notes)."""
+TABLES = ("forms", "plan", "steps", "bodies")
+
+
+def run_bench(quick: bool = False, repeats: int = 5, tables=("forms",)) -> str:
+    """Run the benchmark tables (``TABLES``: "forms" = BDF forms vs IDAS, "plan" = the whole
+    `ffopt plan` process, "steps" / "bodies" = scaling laws) and return the printed text."""
+    unknown = [t for t in tables if t not in TABLES]
+    if unknown:
+        raise ProblemError(f"ffopt bench: unknown table {unknown[0]!r} (one of {', '.join(TABLES)})")
+    parts = [_forms_text(quick, repeats)] if "forms" in tables else []
+    titles = {"plan": "Whole process: ffopt plan problems/e12_line.toml --no-plots (interpreter start to files written)",
+              "steps": "Time against the number of steps (E12)", "bodies": "Time against the number of bodies"}
+    for name in ("plan", "steps", "bodies"):
+        if name in tables:
+            parts.append(f"{titles[name]} ({_stamp(repeats)}):\n" + SCALING_TABLES[name](repeats=repeats, **(
+                {} if name == "plan" else {"quick": quick})))
+    return "\n\n".join(parts)
+
+
+def _stamp(repeats: int) -> str:
+    load = f", load {os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else ""
+    return (f"{datetime.date.today()}, {platform.machine()} {os.cpu_count()} cores{load}, Python "
+            f"{platform.python_version()}, CasADi {ca.__version__}, median of {repeats}")
+
+
+def _forms_text(quick: bool, repeats: int) -> str:
+    """The BDF-forms-against-IDAS table at the seed's settings (and the work-precision table)."""
     rows = bench_rows(quick, repeats)
     stamp = (f"{datetime.date.today()}, {platform.machine()} {os.cpu_count()} cores, Python "
              f"{platform.python_version()}, CasADi {ca.__version__}, median of {repeats}")
@@ -216,3 +242,257 @@ def run_bench(quick: bool = False, repeats: int = 5) -> str:
     if not quick:
         text += f"\n\nWork-precision (E1, E12; median of {repeats}):\n{work_precision(repeats)}"
     return text
+
+
+# --- scaling laws and the whole `ffopt plan` process ------------------------------------------
+#
+# One function per table; each measures its rows side by side in one run and prints the figures
+# of the previous ffopt release (README before this table existed, or measured on that code the
+# same day, say which) and of the papers where they exist. The NLP columns plug into
+# STEP_SOLVERS / BODY_SOLVERS: name -> function (problem, step, repeats) -> seconds.
+
+STEP_SIZES = (4e-3, 2e-3, 1e-3, 5e-4)  # s; E12 has 0.82 s of path: 205 .. 1640 steps
+BODY_COUNTS = (2, 3, 4, 6, 8, 12)
+# The previous release (ffopt before the end-to-end speed work), E12 on this machine kind.
+# README: "BDF-6 at h = 1 ms: the compiled stepping loop takes 3-5 ms, the whole call 11-18 ms";
+# issue: "ffopt plan problems/e12_line.toml --no-plots takes 2.9 s on a quiet machine and 5.8 s
+# on a loaded one: path check 0.6-1.0 s, verification 1.3-2.9 s, imports ~0.4 s"; NLP (README):
+# exact tracking 0.19 s (2 ms) and 0.40 s (1 ms), bounded 1.8 s (2 ms) and 3.3 s (1 ms).
+PREVIOUS = {
+    "plan_wall_s": "2.9 quiet / 5.8 loaded", "path_check_s": "0.6-1.0", "verification_s": "1.3-2.9",
+    "bdf_call_ms": "11-18", "bdf_loop_ms": "3-5",
+    # measured on the previous code (main before this work, whose default was the full table of 7
+    # cases) 2026-11-23, load 5-8 on 2 cores (results/speed.md):
+    "plan_cpu_s": "1.9-2.2", "plan_rss_mb": "131-137", "help_wall_s": "0.48-0.84", "help_cpu_s": "0.21-0.25",
+    "help_rss_mb": "40",
+}
+NLP_PREVIOUS_S = {("NLP exact", 2e-3): 0.19, ("NLP exact", 1e-3): 0.40,
+                  ("NLP bounded", 2e-3): 1.8, ("NLP bounded", 1e-3): 3.3}
+# Moberg & Hanssen, E12 in Matlab (sec. 7.4): BDF-6 at 1 ms 134-152 s, BDF-3 at 3 ms 34-43 s.
+SEED_E12_S = {1e-3: "134-152 (k=6)", 3e-3: "34-43 (k=3)"}
+
+
+def fitted_exponent(n, t) -> float:
+    """p of t ~ n^p: the least-squares slope of log t against log n."""
+    return float(np.polyfit(np.log(np.asarray(n, float)), np.log(np.asarray(t, float)), 1)[0])
+
+
+def _bdf_times(problem, step: float, repeats: int, compile: bool = True) -> dict:
+    """One warm-up call (compiles or loads), then the stepping loop and the whole call: CPU time (min
+    of the repeats: what the work costs, least disturbed by other jobs) and wall time (median)."""
+    g = problem.reference_spec.joint_guess
+
+    def run():
+        return solve_inverse_bdf(problem.model, problem.reference, 6, step, "I1", qa_guess=g, compile=compile)
+
+    first = run()
+    runs = [run() for _ in range(max(1, repeats))]
+    return {"n_steps": first.stats["n_steps"], "n_x": first.stats["n_unknowns"], "build_s": first.stats["time_build_s"],
+            "loop_cpu_s": min(r.stats["cpu_time_solve_s"] for r in runs),
+            "loop_s": statistics.median(r.stats["time_solve_s"] for r in runs),
+            "call_cpu_s": min(r.stats["cpu_time_total_s"] for r in runs),
+            "call_s": statistics.median(r.stats["time_total_s"] for r in runs), "compiled": first.stats["compiled"],
+            "newton_per_step": first.stats["newton_iterations_mean"]}
+
+
+def _timed_call(fn, repeats: int) -> tuple[float, float]:
+    """(min CPU s, median wall s) of fn() over the repeats."""
+    cpu, wall = [], []
+    for _ in range(max(1, repeats)):
+        c, w = time.process_time(), time.perf_counter()
+        fn()
+        cpu.append(time.process_time() - c)
+        wall.append(time.perf_counter() - w)
+    return min(cpu), statistics.median(wall)
+
+
+def _nlp_time(problem, step: float, repeats: int) -> tuple[float, float]:
+    """(CPU s, wall s) of plan(method="nlp") at collocation step h: transcription, warm start, solver."""
+    from ffopt.plan import plan
+
+    return _timed_call(lambda: plan(problem, method="nlp", step=step, verify=False), repeats)
+
+
+STEP_SOLVERS = {  # column -> (problem file, function (problem, step, repeats) -> (CPU s, wall s), repeats cap)
+    "NLP exact": ("e12_line.toml", _nlp_time, 1),
+    "NLP bounded": ("e12_torque_bounded.toml", _nlp_time, 1),
+}
+BODY_SOLVERS: dict = {}  # the NLP against the number of bodies: name -> (function as above, repeats cap)
+
+
+def _cpu_wall(cpu: float, wall: float, scale: float, before=None) -> str:
+    text = f"{cpu * scale:.4g} / {wall * scale:.4g}"
+    return text + (f" (was {before})" if before is not None else "")
+
+
+def steps_table(repeats: int = 5, quick: bool = False) -> str:
+    """E12, time against the number of steps (h = 4, 2, 1, 0.5 ms): BDF-6 (I1) loop and whole call,
+    the STEP_SOLVERS columns, each with its fitted exponent (expected 1: linear in the steps)."""
+    p = load_problem(_problem_file("e12_line.toml"))
+    steps = STEP_SIZES[1:3] if quick else STEP_SIZES
+    bdf_rows = [_bdf_times(p, h, repeats) for h in steps]
+    cols = {"BDF loop [ms]": ([(r["loop_cpu_s"], r["loop_s"]) for r in bdf_rows], 1e3, {1e-3: PREVIOUS["bdf_loop_ms"]}),
+            "BDF call [ms]": ([(r["call_cpu_s"], r["call_s"]) for r in bdf_rows], 1e3, {1e-3: PREVIOUS["bdf_call_ms"]})}
+    for name, (file, fn, cap) in ({} if quick else STEP_SOLVERS).items():
+        q = load_problem(_problem_file(file))
+        fn(q, steps[0], 1)  # warm-up: the one-time builds of a process are not what scales with the steps
+        cols[f"{name} [s]"] = ([fn(q, h, min(repeats, cap)) for h in steps], 1.0,
+                               {h: NLP_PREVIOUS_S[(name, h)] for h in steps if (name, h) in NLP_PREVIOUS_S})
+    n = [r["n_steps"] for r in bdf_rows]
+    newton = [r["n_steps"] * r["newton_per_step"] for r in bdf_rows]
+    width = 30
+    lines = [f"{'h[ms]':>6s} {'steps':>6s} {'Newton/step':>11s} " + " ".join(f"{c + ' CPU / wall':>{width}s}" for c in cols)]
+    for i, h in enumerate(steps):
+        cells = [_cpu_wall(*v[i], scale, prev.get(h)) for v, scale, prev in cols.values()]
+        lines.append(f"{h * 1e3:6g} {n[i]:6d} {bdf_rows[i]['newton_per_step']:11.2f} " + " ".join(f"{x:>{width}s}" for x in cells))
+    lines.append(f"{'exponent in steps (CPU)':>25s} " + " ".join(
+        f"{fitted_exponent(n, [c for c, _ in v]):>{width}.2f}" for v, _, _ in cols.values()))
+    loop_cpu = [c for c, _ in cols["BDF loop [ms]"][0]]
+    lines.append(f"{'BDF loop against Newton iterations':>34s}: exponent {fitted_exponent(newton, loop_cpu):.2f}, "
+                 f"{1e6 * min(c / k for c, k in zip(loop_cpu, newton)):.2f}-"
+                 f"{1e6 * max(c / k for c, k in zip(loop_cpu, newton)):.2f} us of CPU per iteration")
+    lines.append(f"t ~ steps^exponent, fitted to the CPU times; a larger step needs more Newton iterations per step "
+                 f"(the extrapolated start is further off), so the loop grows a little slower than the steps. "
+                 f"loop = the compiled stepping loop with its checks; "
+                 f"call = solve_inverse_bdf (equilibrium, path data, loop, torque recovery), warm; BDF: CPU min / wall "
+                 f"median of {repeats}; NLP: plan(method='nlp') incl. its BDF warm start, one run after a warm-up. Previous release "
+                 "(README): wall. Seed (Moberg & Hanssen, Matlab, E12): "
+                 + ", ".join(f"h = {h * 1e3:g} ms: {s} s" for h, s in SEED_E12_S.items()) + ".")
+    return "\n".join(lines)
+
+
+def elastic_chain_problem(n_bodies: int, step: float = 1e-3):
+    """A planar chain of ``n_bodies`` equal links, every joint an elastic gear, gravity in the plane.
+
+    1.2 m of reach and 24 kg in total whatever n (links of 1.2/n m and 24/n kg, uniform rods), gear
+    stiffness 2e4 N m/rad, damping 20 N m s/rad, motor inertia 0.5 kg m^2 (arm side). Outputs: the
+    tool x and z and the link angles of joints 3..n; the reference is a joint move of 0.3 s mapped to
+    them (the first two joints follow the tool, the others their own angle), with rests of 0.05 and
+    0.15 s: 500 steps at 1 ms for every n.
+    """
+    from ffopt.io.problem import problem_from_dict
+
+    n = int(n_bodies)
+    if n < 2:
+        raise ProblemError(f"elastic_chain_problem: need at least 2 bodies, got {n}")
+    length, mass = 1.2 / n, 24.0 / n
+    joints = [{"name": f"q{i + 1}", "kind": "elastic_gear", "axis": [0.0, 1.0, 0.0],
+               "origin": [0.0, 0.0, 0.3] if i == 0 else [length, 0.0, 0.0], "mass": mass,
+               "com": [length / 2, 0.0, 0.0],
+               "inertia_diag": [1e-3 * mass, mass * length**2 / 12, mass * length**2 / 12],
+               "stiffness": 2.0e4, "damping": 20.0, "motor_inertia": 0.5} for i in range(n)]
+    data = {"name": f"planar elastic chain, {n} bodies",
+            "model": {"gravity": [0.0, 0.0, -9.81], "outputs": ["x", "z"] + [f"q{i + 1}" for i in range(2, n)],
+                      "tool_origin": [length, 0.0, 0.0], "joints": joints},
+            "reference": {"kind": "joint_ptp", "q_start_deg": [-20.0, 70.0] + [10.0] * (n - 2),
+                          "q_end_deg": [20.0, 90.0] + [-10.0] * (n - 2), "duration": 0.3, "rest_before": 0.05,
+                          "rest_after": 0.15},
+            "solver": {"method": "bdf", "order": 6, "step": step, "form": "I1"}}
+    return problem_from_dict(data, source=f"<elastic chain of {n} bodies>")
+
+
+def bodies_table(repeats: int = 5, quick: bool = False) -> str:
+    """Chains of 2..12 bodies (elastic_chain_problem), BDF-6 (I1) at 1 ms: one BDF step, the whole BDF
+    call and the whole plan (path check, BDF, default verification) with fitted growth exponents."""
+    from ffopt.plan import plan
+
+    counts = BODY_COUNTS[:3] if quick else BODY_COUNTS
+    rows = []
+    for n in counts:
+        p = elastic_chain_problem(n)
+        r = _bdf_times(p, 1e-3, repeats, compile=not quick)
+        r["plan_cpu_s"], r["plan_s"] = _timed_call(lambda: plan(p, compile=not quick), max(1, repeats // 2))
+        r.update(n=n, step_cpu_us=1e6 * r["loop_cpu_s"] / r["n_steps"], step_us=1e6 * r["loop_s"] / r["n_steps"])
+        for name, (fn, cap) in BODY_SOLVERS.items():
+            r[name] = fn(p, 1e-3, min(repeats, cap))
+        rows.append(r)
+    extra = list(BODY_SOLVERS)
+    w = 22
+    lines = [f"{'bodies':>6s} {'unknowns':>8s} {'first build[s]':>14s} {'BDF step[us] CPU / wall':>{w + 2}s} "
+             f"{'BDF call[ms] CPU / wall':>{w + 2}s} {'plan[s] CPU / wall':>{w}s}" + "".join(f" {c + '[s]':>{w}s}" for c in extra)]
+    for r in rows:
+        lines.append(f"{r['n']:6d} {r['n_x']:8d} {r['build_s']:14.2f} {_cpu_wall(r['step_cpu_us'], r['step_us'], 1):>{w + 2}s} "
+                     f"{_cpu_wall(r['call_cpu_s'], r['call_s'], 1e3):>{w + 2}s} {_cpu_wall(r['plan_cpu_s'], r['plan_s'], 1):>{w}s}"
+                     + "".join(f" {_cpu_wall(*r[c], 1):>{w}s}" for c in extra))
+    n = [r["n"] for r in rows]
+    fits = [fitted_exponent(n, [r[k] for r in rows]) for k in ("step_cpu_us", "call_cpu_s", "plan_cpu_s")]
+    lines.append(f"{'exponent (CPU)':>30s} {fits[0]:{w + 2}.2f} {fits[1]:{w + 2}.2f} {fits[2]:{w}.2f}"
+                 + "".join(f" {fitted_exponent(n, [r[c][0] for r in rows]):{w}.2f}" for c in extra))
+    lines.append(f"t ~ bodies^exponent, fitted to the CPU times (issue 10 asks for at most quadratic growth). Planar "
+                 f"chains of elastic-gear joints (ffopt.bench.elastic_chain_problem), 500 steps of 1 ms, "
+                 f"{'in CasADi VM (quick)' if quick else 'compiled C'}; first build = generating and compiling the step "
+                 f"function (or loading it from the disk cache); BDF: CPU min / wall median of {repeats}; plan (path "
+                 f"check, BDF, default verification): of {max(1, repeats // 2)}.")
+    return "\n".join(lines)
+
+
+# Runs one command and reports its wall time, CPU time and peak RSS. A small launcher process starts
+# it: Linux counts the RSS of the process a child was forked from into the child's peak, so a
+# child spawned from this (large) benchmark process would report at least this process's size.
+_LAUNCHER = """
+import os, sys, time
+tic = time.perf_counter()
+pid = os.posix_spawn(sys.executable, [sys.executable, *sys.argv[1:]], os.environ)
+_, status, usage = os.wait4(pid, 0)
+wall = time.perf_counter() - tic
+print(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, os.waitstatus_to_exitcode(status))
+"""
+
+
+def _run_process(args: list[str]) -> tuple[float, float, float]:
+    """(wall s, CPU s, peak RSS MB) of ``python args`` (stdout discarded); RuntimeError if it fails."""
+    import subprocess
+
+    proc = subprocess.run([sys.executable, "-c", _LAUNCHER, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True)
+    fields = proc.stdout.strip().splitlines()[-1].split() if proc.stdout.strip() else []
+    if proc.returncode != 0 or len(fields) != 4 or fields[3] != "0":
+        err = proc.stderr.strip().splitlines()
+        raise RuntimeError(f"python {' '.join(args)} failed: {err[-1] if err else proc.stdout.strip()}")
+    wall, cpu, rss, _ = map(float, fields)
+    return wall, cpu, rss
+
+
+def plan_process_table(repeats: int = 5) -> str:
+    """The whole `ffopt plan problems/e12_line.toml --no-plots` process (interpreter start to files
+    written) with the default and with the full verification, and `ffopt --help`: wall, CPU, peak
+    RSS; and the stage times from summary.json; beside the previous release."""
+    import json
+
+    problem = str(_problem_file("e12_line.toml"))
+    cli = ["-m", "ffopt.cli.main"]
+    rows, stages = [], {}
+    with tempfile.TemporaryDirectory(prefix="ffopt_bench_plan_") as tmp:
+        for label, extra in (("plan, default verification", []), ("plan, --verify full", ["--verify", "full"])):
+            out = Path(tmp) / label.split(",")[1].strip().replace(" ", "_").replace("-", "")
+            args = cli + ["plan", problem, "--no-plots", "--quiet", "--force", "--out", str(out), *extra]
+            _run_process(args)  # compiled code and bytecode in their caches: the runs a user repeats
+            runs = [_run_process(args) for _ in range(max(1, repeats))]
+            rows.append((label, runs))
+            if not extra:
+                s = json.loads((out / "summary.json").read_text())
+                stages = {**s["wall_time_s"], "bdf_call": s["solver"]["time_total_s"], "bdf_loop": s["solver"]["time_solve_s"]}
+        rows.append(("ffopt --help", [_run_process(cli + ["--help"]) for _ in range(max(1, repeats))]))
+    med = [[statistics.median(x[i] for x in runs) for i in range(3)] for _, runs in rows]
+    prev = [(PREVIOUS["plan_wall_s"], PREVIOUS["plan_cpu_s"], PREVIOUS["plan_rss_mb"]),
+            (PREVIOUS["plan_wall_s"] + " (then the default)", PREVIOUS["plan_cpu_s"], PREVIOUS["plan_rss_mb"]),
+            (PREVIOUS["help_wall_s"], PREVIOUS["help_cpu_s"], PREVIOUS["help_rss_mb"])]
+    lines = [f"{'process':30s} {'wall[s]':>8s} {'range':>13s} {'CPU[s]':>7s} {'RSS[MB]':>8s}   previous release: wall / CPU / RSS"]
+    for (label, runs), (w, c, m), before in zip(rows, med, prev):
+        walls = [r[0] for r in runs]
+        lines.append(f"{label:30s} {w:8.3f} {f'{min(walls):.2f}-{max(walls):.2f}':>13s} {c:7.3f} {m:8.1f}   "
+                     f"{before[0]} s / {before[1]} s / {before[2]} MB")
+    lines.append(f"stages of the default plan (summary.json, last run): path check {1e3 * stages.get('path_check', 0):.1f} ms "
+                 f"(previous {PREVIOUS['path_check_s']} s), inverse dynamics {1e3 * stages.get('inverse_dynamics', 0):.1f} ms "
+                 f"(BDF call {1e3 * stages.get('bdf_call', 0):.1f} ms, loop {1e3 * stages.get('bdf_loop', 0):.1f} ms; previous call "
+                 f"{PREVIOUS['bdf_call_ms']} ms), verification {1e3 * stages.get('verification', 0):.0f} ms "
+                 f"(previous, 7 cases: {PREVIOUS['verification_s']} s).")
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    note = " PYTHONDONTWRITEBYTECODE is set: ffopt's modules are compiled from source in every process." \
+        if os.environ.get("PYTHONDONTWRITEBYTECODE") else ""
+    lines.append(f"median of {max(1, repeats)} processes after one warm-up (compile cache filled); load average "
+                 f"{load:.1f} on {os.cpu_count()} cores (wall ~ CPU on a quiet machine).{note}")
+    return "\n".join(lines)
+
+
+SCALING_TABLES = {"plan": plan_process_table, "steps": steps_table, "bodies": bodies_table}

@@ -119,22 +119,30 @@ def output_files(plots: bool, verification: bool) -> list[str]:
 
 
 def versions() -> dict:
+    """Versions of Python and of the libraries this run used (SciPy only if it was loaded: a BDF
+    plan with the default verification does not need it, and importing it for its version alone
+    cost ~20 ms)."""
     import casadi
-    import scipy
 
     import ffopt
 
-    return {"ffopt": ffopt.__version__, "python": sys.version.split()[0], "platform": platform.platform(),
-            "casadi": casadi.__version__, "numpy": np.__version__, "scipy": scipy.__version__}
+    out = {"ffopt": ffopt.__version__, "python": sys.version.split()[0], "platform": platform.platform(),
+           "casadi": casadi.__version__, "numpy": np.__version__}
+    if "scipy" in sys.modules:
+        out["scipy"] = sys.modules["scipy"].__version__
+    return out
 
 
 def plan(problem: Problem | str | Path, method: str | None = None, order: int | None = None,
          step: float | None = None, form: str | None = None, scaling_power: float | None = None,
-         verify: bool | None = None, compile: bool = True, progress=None, backend: str | None = None,
+         verify: bool | str | None = None, compile: bool = True, progress=None, backend: str | None = None,
          warm_start: str | None = None, max_iter: int | None = None, max_time: float | None = None) -> PlanResult:
     """Compute and verify a feedforward plan. Arguments left None take the problem's settings.
 
     ``step`` sets both the BDF step (solver.step) and the collocation interval (nlp.step).
+    ``verify``: False (none), True (the problem's case set), "default" (open loop and with the
+    motor PD) or "full" (also the baselines and the payload mismatch); None: the problem's
+    [verification] settings.
     max_iter, max_time: limits of the NLP solve (nlp.max_iter, nlp.max_wall_time_s in s).
     progress: a callable taking a str; NLP iterations arrive as live messages
     (``ffopt.nlp.monitor.NlpProgress``; ``ffopt.io.console.ConsoleProgress`` shows them as one line).
@@ -188,12 +196,14 @@ def plan(problem: Problem | str | Path, method: str | None = None, order: int | 
     timings["inverse_dynamics"] = time.perf_counter() - tic
 
     report = None
-    if problem.verification.enabled if verify is None else verify:
+    cases = verification_cases(problem, verify)
+    if cases is not None:
         from ffopt.sim.verify import verify as run_verification
 
         tic = time.perf_counter()
-        say("verifying: forward simulation open loop, with motor PD, baselines, payload mismatch")
-        report = run_verification(model, reference, traj, problem.verification, guess)
+        say("verifying: forward simulation open loop and with motor PD"
+            + (", baselines, payload mismatch" if cases == "full" else ""))
+        report = run_verification(model, reference, traj, problem.verification, guess, cases=cases)
         timings["verification"] = time.perf_counter() - tic
     settings = {"method": s.method, "order": s.order, "step_s": s.step, "form": s.form,
                 "scaling_power": traj.stats.get("scaling_power"), "compile": compile}
@@ -204,6 +214,19 @@ def plan(problem: Problem | str | Path, method: str | None = None, order: int | 
                            "pre_actuation_s": traj.stats.get("pre_actuation_s"),
                            "post_actuation_s": traj.stats.get("post_actuation_s")}
     return PlanResult(problem, traj, report, settings, timings)
+
+
+def verification_cases(problem: Problem, verify: bool | str | None) -> str | None:
+    """The verification case set a plan runs ("default" or "full"), None for no verification."""
+    if verify is None:
+        return problem.verification.cases if problem.verification.enabled else None
+    if verify is True:
+        return problem.verification.cases
+    if verify is False:
+        return None
+    if verify not in ("default", "full"):
+        raise ProblemError(f"verify: must be True, False, 'default' or 'full', got {verify!r}")
+    return verify
 
 
 def _zero_dynamics_hint(model, reference, guess) -> str:

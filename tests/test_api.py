@@ -31,7 +31,7 @@ def raw(path: Path) -> dict:
 def e1_plan(tmp_path_factory):
     """E1 complete, verified without the payload cases, saved with plots."""
     problem = ffopt.load_problem(E1).with_values({"verification.payload_scales": [0.5]})
-    result = ffopt.plan(problem, compile=False)
+    result = ffopt.plan(problem, compile=False, verify="full")
     return result, result.save(tmp_path_factory.mktemp("api") / "e1")
 
 

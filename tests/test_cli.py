@@ -19,7 +19,7 @@ E1 = ROOT / "problems" / "e1_simplified.toml"
 @pytest.fixture(scope="module")
 def e1_out(tmp_path_factory):
     out = tmp_path_factory.mktemp("plan") / "e1"
-    assert main(["plan", str(E1), "--out", str(out), "--quiet"]) == 0
+    assert main(["plan", str(E1), "--out", str(out), "--quiet", "--verify", "full"]) == 0
     return out
 
 

@@ -376,7 +376,7 @@ def test_one_link_tip_output_bdf_diverges_nlp_plan_verifies():
     problem = problem_from_dict(one_link())
     with pytest.raises(SolverError):
         solve_inverse_bdf(problem.model, problem.reference, 6, 0.01, "I1", compile=False)
-    result = ffopt.plan(problem)
+    result = ffopt.plan(problem, verify="full")
     cases = result.verification.cases
     assert cases["feedforward_pd"].max_mm < 0.05
     assert cases["feedforward_open_loop_cubic_u"].max_mm < 1e-3
@@ -409,7 +409,7 @@ def test_canadarm_forced_motion_is_stable_for_10_s():
 def test_canadarm_tool_path_plan_verifies():
     import ffopt
 
-    result = ffopt.plan(load_problem(CANADARM))
+    result = ffopt.plan(load_problem(CANADARM), verify="full")
     cases = result.verification.cases
     assert cases["feedforward_pd"].max_mm < 0.1
     assert cases["feedforward_open_loop_cubic_u"].max_mm < 0.05

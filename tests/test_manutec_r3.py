@@ -122,7 +122,7 @@ def test_r3_mass_matrix_positive_definite_along_the_path(path, coupling):
 def test_r3_benchmark_targets():
     """Thuemmel, Otter & Bals' motion, BDF-6 at h = 1 ms: the PD-verified tool error is below 0.05
     mm and at least 100x below the rigid-model feedforward's."""
-    r = ffopt.plan(FILES[0])
+    r = ffopt.plan(FILES[0], verify="full")
     cases = r.verification.cases
     assert cases["feedforward_pd"].max_mm < 0.05
     assert cases["rigid_feedforward_pd"].max_mm > 100 * cases["feedforward_pd"].max_mm

@@ -316,7 +316,7 @@ def test_joint_move_tracked_in_joint_space_plans_and_verifies():
 
     p = load_problem(PROBLEMS / "arm3d_joint_ptp.toml")
     p = replace(p, verification=replace(p.verification, payload_scales=()))
-    r = ffopt.plan(p, step=2e-3, compile=False)
+    r = ffopt.plan(p, step=2e-3, compile=False, verify="full")
     tr = r.trajectory
     q_ref = np.array(p.reference.joint_function(0).map(len(tr.t))(tr.t.reshape(1, -1))).T
     np.testing.assert_allclose(tr.q[:, :3], q_ref, atol=1e-10)  # the link angles follow the joint move
@@ -344,7 +344,7 @@ def test_orientation_outputs_are_tracked_by_the_inverse_dynamics():
 def test_shipped_path_examples_plan_and_verify(name):
     import ffopt
 
-    r = ffopt.plan(load_problem(PROBLEMS / name))
+    r = ffopt.plan(load_problem(PROBLEMS / name), verify="full")
     c = r.verification.cases
     # measured (BDF-6, 1 ms, I1): 0.0013 / 0.017 / 0.0018 / 0.0009 mm with the motor PD
     assert c["feedforward_pd"].max_mm < 0.05

@@ -95,7 +95,7 @@ def e1_plan():
 
 def test_verification_of_e1_flexible_feedforward_beats_baselines(e1_plan):
     p, traj = e1_plan
-    report = verify(p.model, p.reference, traj, p.verification, p.reference_spec.joint_guess)
+    report = verify(p.model, p.reference, traj, p.verification, p.reference_spec.joint_guess, cases="full")
     c = report.cases
     # seed 000 inverts E1 to the tool; the BDF-6 plan at h = 5 ms keeps the tool within 0.5 mm of a
     # 100 mm move, the rigid-model feedforward misses by centimetres (the elastic joint swings).
@@ -118,7 +118,7 @@ def test_payload_mismatch_changes_the_plant_and_costs_accuracy():
     # must track much worse than the nominal plant (a silently unchanged plant would tie them).
     p = load_problem(ROOT / "problems" / "e1_complete.toml")
     traj = solve_inverse_bdf(p.model, p.reference, 6, 5e-3, "I1", qa_guess=p.reference_spec.joint_guess)
-    c = verify(p.model, p.reference, traj, p.verification, p.reference_spec.joint_guess).cases
+    c = verify(p.model, p.reference, traj, p.verification, p.reference_spec.joint_guess, cases="full").cases
     assert c["feedforward_pd"].max_mm < 0.5
     assert c["payload_x0.5"].max_mm > 20 * c["feedforward_pd"].max_mm
     assert c["payload_x2"].max_mm > 20 * c["feedforward_pd"].max_mm

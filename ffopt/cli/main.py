@@ -100,12 +100,14 @@ def cmd_plan(args) -> int:
     from ffopt.io.console import ConsoleProgress
     from ffopt.io.problem import load_problem
     from ffopt.io.results import check_output_folder
-    from ffopt.plan import output_files, plan
+    from ffopt.plan import output_files, plan, verification_cases
 
+    if args.no_verify and args.verify is not None:
+        raise ProblemError(f"--verify {args.verify} and --no-verify contradict each other; give one of them")
     problem = load_problem(args.problem)
     check_plan_options(args, problem)
-    verify = False if args.no_verify else None
-    verifies = problem.verification.enabled if verify is None else verify
+    verify = False if args.no_verify else args.verify
+    verifies = verification_cases(problem, verify) is not None
     check_output_folder(args.out, output_files(not args.no_plots, verifies), args.force, "plan")  # before the solve
     say = progress_printer(args.quiet)
     progress = say if args.quiet else ConsoleProgress(say)  # NLP iterations as one live line
@@ -148,7 +150,7 @@ def summary_text(result) -> str:
 def cmd_bench(args) -> int:
     from ffopt.bench import run_bench
 
-    print(run_bench(quick=args.quick, repeats=args.repeats))
+    print(run_bench(quick=args.quick, repeats=args.repeats, tables=args.table or ("forms", "plan", "steps", "bodies")))
     return EXIT_OK
 
 
@@ -183,6 +185,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", choices=["casadi", "cyipopt", "pyomo", "auto"],
                    help="NLP backend (method nlp); auto: Newton if the NLP is square, else IPOPT via cyipopt")
     p.add_argument("--warm-start", choices=["bdf", "none"], help="NLP start point: BDF solution or rest (method nlp)")
+    p.add_argument("--verify", choices=["default", "full"],
+                   help="verification cases: default = the plan open loop and with the motor PD loop; full = also "
+                        "the cubic-spline torques, rigid-model feedforward, PD only and the payload mismatch "
+                        "(default: the problem's verification.cases)")
     p.add_argument("--no-verify", action="store_true", help="skip the verification simulations")
     p.add_argument("--no-plots", action="store_true")
     p.add_argument("--no-compile", action="store_true", help="run CasADi's virtual machine, no C code")
@@ -196,8 +202,13 @@ def build_parser() -> argparse.ArgumentParser:
     # --- end NLP limits ---
     p.set_defaults(func=cmd_plan)
 
-    b = sub.add_parser("bench", help="time BDF forms against SUNDIALS IDAS on E1 and E12", epilog=EXIT_CODES_HELP)
+    b = sub.add_parser("bench", help="time BDF forms against SUNDIALS IDAS, the whole plan process, and the cost "
+                                     "against steps and bodies", epilog=EXIT_CODES_HELP)
     b.add_argument("--quick", action="store_true", help="fewer settings, for a smoke test")
+    b.add_argument("--table", action="append", choices=["forms", "plan", "steps", "bodies"],
+                   help="run only this table (repeatable): forms = BDF forms vs IDAS at the seed's settings, plan = "
+                        "the whole `ffopt plan` process (E12), steps / bodies = time against the number of steps / "
+                        "bodies; default: all")
     b.add_argument("--repeats", type=positive_int, default=5, help="timed repetitions (the median is reported)")
     b.set_defaults(func=cmd_bench)
 

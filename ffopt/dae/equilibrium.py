@@ -9,6 +9,7 @@ from __future__ import annotations
 import casadi as ca
 import numpy as np
 
+from ffopt.cache import per_model
 from ffopt.errors import PathError
 from ffopt.models.flexible import FlexibleModel
 
@@ -17,18 +18,15 @@ def static_equilibrium(model: FlexibleModel, y_target: np.ndarray, qa_guess: np.
                        where: str = "the start of the path") -> np.ndarray:
     """Configuration q = [qa; qm] at rest with the tool outputs at y_target."""
     L = model.layout
-    q = model.q
-    zero = ca.SX.zeros(L.nq)
-    res = ca.vertcat(model.unactuated_link_rows(q, zero, zero), model.output(q[: L.n_link]) - y_target)
-    G = ca.Function("static", [q], [res])
-    solver = ca.rootfinder("static_eq", "newton", G, {"abstol": 1e-12, "max_iter": 100, "error_on_fail": False})
+    G, solver = per_model(model, "static_equilibrium", lambda: _static_solver(model))
     qa0 = np.zeros(L.n_link)
     if qa_guess is not None:  # a guess of the joint angles only (joint_guess) leaves extra coordinates at rest
         g = np.asarray(qa_guess, float).ravel()
         qa0[: g.size] = g[: L.n_link]
     guess = np.concatenate([qa0, qa0[list(L.gear)]])
-    q0 = np.array(solver(guess)).ravel()
-    resid = np.abs(np.array(G(q0))).max()
+    y_target = np.asarray(y_target, float).ravel()
+    q0 = np.array(solver(guess, y_target)).ravel()
+    resid = np.abs(np.array(G(q0, y_target))).max()
     if not np.all(np.isfinite(q0)) or resid > 1e-8 * _torque_scale(model):
         raise PathError(
             f"no static equilibrium with the tool at {np.round(1000 * np.asarray(y_target), 3).tolist()} mm at "
@@ -42,3 +40,14 @@ def _torque_scale(model: FlexibleModel) -> float:
     torque residual of stiffness x 1e-12 (2.4e-8 N m on the Manutec r3's 3.5e5 N m/rad gears)."""
     k = [j.stiffness for j in model.chain.joints] + [abs(g.stiffness).max() for g in model.chain.spring_groups]
     return max(1.0, 1e-4 * max(k))
+
+
+def _static_solver(model: FlexibleModel):
+    """(G, Newton solver) for G(q, y) = [link rows at rest; output(qa) - y], built once per model."""
+    L = model.layout
+    q, y = model.q, ca.SX.sym("y", model.output.size1_out(0))
+    zero = ca.SX.zeros(L.nq)
+    G = ca.Function("static", [q, y], [ca.vertcat(model.unactuated_link_rows(q, zero, zero),
+                                                  model.output(q[: L.n_link]) - y)])
+    solver = ca.rootfinder("static_eq", "newton", G, {"abstol": 1e-12, "max_iter": 100, "error_on_fail": False})
+    return G, solver

@@ -18,11 +18,13 @@ records which rows are constraints so the solver can do that.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 import casadi as ca
 import numpy as np
 
+from ffopt.cache import per_model
 from ffopt.errors import ProblemError
 from ffopt.models.flexible import FlexibleModel
 
@@ -34,13 +36,34 @@ DEFAULT_SCALING_POWER = {"I3": 2.0, "I2": 1.0, "I1": 0.0}
 @dataclass
 class InverseDae:
     form: str
-    F: ca.Function  # (t, x, xdot) -> residual, len(x) rows
+    F: ca.Function | None  # (t, x, xdot) -> residual, len(x) rows (the reference built in)
     n_x: int
     nq: int
     dummy: tuple[int, ...]  # link indices S whose derivatives became dummies
     constraint_rows: np.ndarray  # bool mask of the algebraic (path-constraint) rows
     accel: ca.Function  # (x, xdot) -> a (nq): accelerations for recovering u
     variable_names: list[str]
+    # The same residual with the path as data: (t, x, xdot, r) -> residual, r = [theta; theta'; ...]
+    # (derivatives 0..n_path_derivs-1 of the reference at t). It does not depend on the reference,
+    # so compiled code built from it serves every path of the model.
+    F_path: ca.Function | None = None
+    n_path_derivs: int = 0
+
+    def path_data(self, reference, t) -> np.ndarray:
+        """Rows r(t_i) = [theta; theta'; ...](t_i) (len(t), n_out * n_path_derivs), the input r of F_path.
+
+        One Function for all the derivatives (they share subexpressions), mapped over the grid; the
+        values are those of ``reference.evaluate(t, k)``, and are kept per reference and grid (a
+        sweep over model parameters on one path evaluates the path once)."""
+        t = np.ascontiguousarray(t, dtype=float).ravel()
+        grid = hashlib.sha256(t.tobytes()).hexdigest()
+
+        def evaluate():
+            values = np.array(_path_function(reference, self.n_path_derivs).map(t.size)(t[None, :])).T
+            values.flags.writeable = False  # shared between calls
+            return values
+
+        return per_model(reference, ("path_data", self.n_path_derivs, grid), evaluate)
 
     def row_scale(self, h: float, p: float | None = None) -> np.ndarray:
         p = DEFAULT_SCALING_POWER[self.form] if p is None else p
@@ -58,9 +81,7 @@ def choose_dummy_set(model: FlexibleModel, qa0: np.ndarray) -> tuple[int, ...]:
     Jacobian restricted to them is singular at the start, pick the best-conditioned columns
     by QR with column pivoting instead.
     """
-    J = np.array(ca.Function("J", [model.q[: model.layout.n_link]],
-                             [ca.jacobian(model.output(model.q[: model.layout.n_link]),
-                                          model.q[: model.layout.n_link])])(qa0))
+    J = np.array(per_model(model, "output_jacobian", lambda: _output_jacobian(model))(qa0))
     S = list(model.layout.actuated)
     if np.linalg.svd(J[:, S], compute_uv=False).min() > 1e-6 * max(1.0, np.abs(J).max()):
         return tuple(S)
@@ -70,8 +91,20 @@ def choose_dummy_set(model: FlexibleModel, qa0: np.ndarray) -> tuple[int, ...]:
     return tuple(sorted(int(i) for i in piv[: model.layout.n_u]))
 
 
+def _path_function(reference, n_derivs: int) -> ca.Function:
+    """t -> [theta; theta'; ...] (derivatives 0..n_derivs-1 of the reference) in one Function."""
+    return ca.Function("path_data", [reference.t], [ca.vertcat(*(reference.symbolic(k) for k in range(n_derivs)))])
+
+
+def _output_jacobian(model: FlexibleModel) -> ca.Function:
+    qa = model.q[: model.layout.n_link]
+    return ca.Function("J", [qa], [ca.jacobian(model.output(qa), qa)])
+
+
 def build_inverse_dae(model: FlexibleModel, reference, form: str = "I3",
                       dummy: tuple[int, ...] | None = None) -> InverseDae:
+    """The DAE of ``form``: F (t, x, xdot) with the reference's path built in (None if reference is
+    None) and F_path (t, x, xdot, r) with the path and its derivatives as the input r."""
     if form not in FORMS:
         raise ProblemError(f"solver.form: must be one of {', '.join(FORMS)}; got {form!r}")
     L = model.layout
@@ -89,22 +122,26 @@ def build_inverse_dae(model: FlexibleModel, reference, form: str = "I3",
     rows = [xd[kin_keep] - v[kin_keep], model.unactuated_link_rows(q, v, a)]
     n_diff = len(kin_keep) + len(L.unactuated_link_rows)
     y = model.output(qa)
-    rows.append(y - reference.expression(t, 0))
+    outputs = [y]  # the output and, for I2/I1, its first and second time derivatives
     if form in ("I2", "I1"):
         Jy = ca.jacobian(y, qa)
-        dy = Jy @ va
-        rows.append(dy - reference.expression(t, 1))
+        outputs.append(Jy @ va)
     if form == "I1":
-        ddy = ca.jacobian(dy, qa) @ va + Jy @ a[:n_link]
-        rows.append(ddy - reference.expression(t, 2))
-    res = ca.vertcat(*rows)
-    assert res.shape[0] == x.shape[0], (res.shape, x.shape)
-    constraint = np.arange(res.shape[0]) >= n_diff
-    F = ca.Function(f"inverse_dae_{form}", [t, x, xd], [res], ["t", "x", "xdot"], ["res"])
+        outputs.append(ca.jacobian(outputs[1], qa) @ va + Jy @ a[:n_link])
+    n_out = y.numel()
+    r = ca.SX.sym("r", n_out * len(outputs))
+    res_path = ca.vertcat(*rows, *(yk - r[k * n_out:(k + 1) * n_out] for k, yk in enumerate(outputs)))
+    assert res_path.shape[0] == x.shape[0], (res_path.shape, x.shape)
+    constraint = np.arange(res_path.shape[0]) >= n_diff
+    F_path = ca.Function(f"inverse_dae_{form}_path", [t, x, xd, r], [res_path], ["t", "x", "xdot", "r"], ["res"])
+    F = None
+    if reference is not None:
+        res = ca.vertcat(*rows, *(yk - reference.expression(t, k) for k, yk in enumerate(outputs)))
+        F = ca.Function(f"inverse_dae_{form}", [t, x, xd], [res], ["t", "x", "xdot"], ["res"])
     accel = ca.Function("accel", [x, xd], [a], ["x", "xdot"], ["a"])
     names = model.coordinate_names()
     var_names = names + [f"d{n}" for n in names] + [f"dd{names[i]}_dummy" for i in S[:n_w]]
-    return InverseDae(form, F, x.shape[0], nq, tuple(S), constraint, accel, var_names)
+    return InverseDae(form, F, x.shape[0], nq, tuple(S), constraint, accel, var_names, F_path, len(outputs))
 
 
 def _accelerations(vdot, w, S, form):

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import time
 
+import casadi as ca
 import numpy as np
 
+from ffopt.cache import per_model
 from ffopt.dae.bdf import solve_bdf
 from ffopt.dae.equilibrium import static_equilibrium
 from ffopt.dae.forms import DEFAULT_SCALING_POWER, build_inverse_dae, choose_dummy_set
@@ -22,39 +24,62 @@ def solve_inverse_bdf(model: FlexibleModel, reference, order: int = 6, step: flo
     DAE is stepped with k-step BDF and Newton, and u follows from the motor equations
     (seed 000 eq. 1f) with the accelerations of the BDF derivative.
     """
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), time.process_time()
     y0 = np.asarray(reference.evaluate(np.array([0.0]))).ravel()
     q0 = static_equilibrium(model, y0, qa_guess)
     dummy = choose_dummy_set(model, q0[: model.layout.n_link])
-    dae = build_inverse_dae(model, reference, form, dummy)
+    # The DAE with the path as data (built once per model and form): its compiled step serves
+    # every path, duration and step of this model.
+    dae, recovery = per_model(model, ("inverse_dae", form, dummy), lambda: _inverse_dae(model, form, dummy))
     n_steps = int(round(reference.t_end / step))
     p = DEFAULT_SCALING_POWER[form] if scaling_power is None else scaling_power
+    path = dae.path_data(reference, step * np.arange(n_steps + 1))
     t_setup = time.perf_counter() - t0
-    res = solve_bdf(dae.F, dae.initial_state(q0), 0.0, step, n_steps, order,
-                    row_scale=dae.row_scale(step, p), compile=compile)
-    traj = trajectory_from_states(model, reference, res.t, res.x, np.array(dae.accel.map(len(res.t))(res.x.T, res.xdot.T)).T,
-                                  method=f"bdf{order}-{form}")
+    res = solve_bdf(dae.F_path, dae.initial_state(q0), 0.0, step, n_steps, order,
+                    row_scale=dae.row_scale(step, p), compile=compile, inputs=path, extra=recovery)
+    nq, N = model.layout.nq, model.layout.n_u
+    a, u, tool = np.split(res.extra, [nq, nq + N], axis=1)
+    traj = trajectory_from_states(model, reference, res.t, res.x, a, method=f"bdf{order}-{form}",
+                                  y_ref=path[:, : reference.n_out].copy(), u=u, tool=tool)
     traj.stats.update({
         "order": order, "step": step, "form": form, "scaling_power": p, "n_steps": n_steps,
         "dummy_set": [model.coordinate_names()[i] for i in dummy], "n_unknowns": dae.n_x,
         "compiled": res.compiled, "max_residual": float(np.nanmax(res.residual_norm)),
         "newton_iterations_mean": float(res.newton_iterations[1:].mean()),
         "time_setup_s": t_setup, "time_build_s": res.wall_time_build, "time_solve_s": res.wall_time_solve,
+        "time_total_s": time.perf_counter() - t0,
+        "cpu_time_solve_s": res.cpu_time_solve, "cpu_time_total_s": time.process_time() - cpu0,
     })
     return traj
 
 
-def trajectory_from_states(model: FlexibleModel, reference, t, x, a, method: str) -> Trajectory:
-    """Assemble a Trajectory from states x = [q; v; ...] and accelerations a on a grid."""
+def _inverse_dae(model: FlexibleModel, form: str, dummy):
+    """The form's DAE with the path as data, and recovery (x, xdot) -> [a; u; tool position], which
+    the BDF loop evaluates at every step in the same compiled code."""
+    dae = build_inverse_dae(model, None, form, dummy)
+    x, xd = (ca.SX.sym(name, dae.n_x) for name in ("x", "xdot"))
+    L = model.layout
+    q, v, a = x[: L.nq], x[L.nq:2 * L.nq], dae.accel(x, xd)
+    recovery = ca.Function("recovery", [x, xd], [ca.vertcat(a, model.input_torque(q, v, a),
+                                                             model.tool_position(q[: L.n_link]))])
+    return dae, recovery
+
+
+def trajectory_from_states(model: FlexibleModel, reference, t, x, a, method: str, y_ref=None, u=None,
+                           tool=None) -> Trajectory:
+    """Assemble a Trajectory from states x = [q; v; ...] and accelerations a on a grid (``y_ref``,
+    ``u``, ``tool``: the reference, motor torques and tool positions on that grid, if already known)."""
     L = model.layout
     nq = L.nq
     q, v = x[:, :nq], x[:, nq:2 * nq]
     n = len(t)
-    u = np.array(model.input_torque.map(n)(q.T, v.T, a.T)).T
+    if u is None:
+        u = np.array(model.input_torque.map(n)(q.T, v.T, a.T)).T
     motor = L.motor_of_input
-    tool = np.array(model.tool_position.map(n)(q[:, : L.n_link].T)).T
+    if tool is None:
+        tool = np.array(model.tool_position.map(n)(q[:, : L.n_link].T)).T
     return Trajectory(t=t, u=u, q=q, v=v, a=a, qm=q[:, motor], dqm=v[:, motor],
-                      y_ref=np.asarray(reference.evaluate(t)), tool=tool,
+                      y_ref=np.asarray(reference.evaluate(t)) if y_ref is None else y_ref, tool=tool,
                       coordinate_names=model.coordinate_names(), output_names=list(model.outputs),
                       method=method, input_names=[model.chain.joints[i].name for i in L.actuated],
                       link_names=model.coordinate_names()[: L.n_link],

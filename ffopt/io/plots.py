@@ -9,17 +9,24 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import matplotlib
-
-if "ipykernel" not in sys.modules:  # files only; in a notebook keep its inline backend (figures shown)
-    matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+import numpy as np
 
 AXES = "xyz"
 REFERENCE_STYLE = dict(color="black", ls="--", lw=1.2, zorder=10)
 RESULT_STYLE = dict(lw=2.2, alpha=0.75)
 CASES = ("feedforward_pd", "feedforward_open_loop", "rigid_feedforward_pd", "pd_only")
+
+
+def _pyplot():
+    """matplotlib.pyplot on the Agg backend, imported on first use (a plan without plots, and the
+    output-folder check that lists the plot names, do not pay the ~0.3-1 s import)."""
+    import matplotlib
+
+    if "ipykernel" not in sys.modules:  # files only; in a notebook keep its inline backend (figures shown)
+        matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
 
 
 def plot_names(verification: bool) -> list[str]:
@@ -29,7 +36,7 @@ def plot_names(verification: bool) -> list[str]:
 
 def torque_figure(traj, bounds=None):
     """Motor torques; ``bounds`` (one per motor, N m) drawn as dashed lines at +-bound."""
-    fig, ax = plt.subplots(figsize=(7, 3.5))
+    fig, ax = _pyplot().subplots(figsize=(7, 3.5))
     for j, name in enumerate(traj.actuated_joints):
         line, = ax.plot(traj.t, traj.u[:, j], label=f"u_{name}")
         if bounds is not None:
@@ -65,7 +72,7 @@ def tool_path_figure(traj, verification):
     """Reference and simulated tool paths (in the plane of motion, three views in 3D, or against time)."""
     cases = _cases(verification)
     if len(traj.output_names) == 1:
-        fig, ax = plt.subplots(figsize=(6, 5))
+        fig, ax = _pyplot().subplots(figsize=(6, 5))
         name = traj.output_names[0]
         scale, unit = (1000, "mm") if name in AXES else (1, "rad")
         for case, sim in cases:
@@ -75,7 +82,7 @@ def tool_path_figure(traj, verification):
         _finish(ax)
     else:
         views = path_views(traj, [sim for _, sim in cases])
-        fig, axs = plt.subplots(1, len(views), figsize=(6 * len(views), 5), squeeze=False)
+        fig, axs = _pyplot().subplots(1, len(views), figsize=(6 * len(views), 5), squeeze=False)
         for ax, (a, b) in zip(axs[0], views):
             for case, sim in cases:
                 ax.plot(1000 * sim.tool[:, a], 1000 * sim.tool[:, b], label=case, **RESULT_STYLE)
@@ -96,7 +103,7 @@ def _finish(ax) -> None:
 
 
 def tool_error_figure(traj, verification):
-    fig, ax = plt.subplots(figsize=(7, 3.5))
+    fig, ax = _pyplot().subplots(figsize=(7, 3.5))
     for name, sim in _cases(verification):
         err = 1000 * np.linalg.norm(sim.y - traj.y_ref, axis=1)
         ax.semilogy(sim.t, np.maximum(err, 1e-9), label=name)
@@ -115,7 +122,7 @@ def _cases(verification):
 def save_figure(fig, path: Path) -> None:
     fig.tight_layout()
     fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _pyplot().close(fig)
 
 
 def write_plots(traj, verification, out: Path) -> list[str]:

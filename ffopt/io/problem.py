@@ -114,6 +114,9 @@ VERIFICATION_SCHEMA = {
     "pd_damping_ratio": Field("float", default=1.0, check=positive),
     "payload_scales": Field("vector", default=[0.5, 2.0], check=all_positive),
     "rtol": Field("float", default=1e-9, check=positive),
+    "cases": Field("str", default="default", choices=("default", "full"),
+                   doc="default: the plan open loop and with the motor PD; full: also the cubic-spline torques, "
+                       "rigid feedforward, PD only and the payload cases"),
 }
 
 NLP_SCHEMA = {
@@ -180,6 +183,7 @@ class VerificationSettings:
     pd_damping_ratio: float = 1.0
     payload_scales: tuple[float, ...] = (0.5, 2.0)
     rtol: float = 1e-9
+    cases: str = "default"  # "full": with the baselines and the payload mismatch (ffopt.sim.verify)
 
 
 @dataclass(frozen=True)

@@ -30,10 +30,12 @@ from ffopt.reference.time_laws import (
     rest_to_rest_polynomial,
 )
 
-poly11 = TIME_LAWS["poly11"]
-hermite9 = TIME_LAWS["hermite9"]
-septic = TIME_LAWS["septic"]
-quintic = TIME_LAWS["quintic"]
+
+
+def __getattr__(name):  # poly11, hermite9, septic, quintic: built on first use (see TIME_LAWS)
+    if name in ("poly11", "hermite9", "septic", "quintic"):
+        return TIME_LAWS[name]
+    raise AttributeError(f"module 'ffopt.reference' has no attribute {name!r}")
 
 __all__ = [
     "Reference",

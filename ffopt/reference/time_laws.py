@@ -39,6 +39,7 @@ derivatives (E12's peak torque: ``cinf`` 1.6x, ``poly19`` 6x that of ``poly11``)
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property, lru_cache
@@ -249,15 +250,35 @@ def _smooth_step_derivative(c: float, order: int) -> ca.Function:
     return ca.Function(f"smooth_step_d{order}", [tau], [expr])
 
 
-TIME_LAWS: dict[str, TimeLaw | SmoothStepLaw] = {
-    "quintic": make_time_law(2, "quintic"),
-    "septic": make_time_law(3, "septic"),
-    "hermite9": make_time_law(4, "hermite9"),
-    "poly11": make_time_law(5, "poly11"),
-    "poly15": make_time_law(7, "poly15"),
-    "poly19": make_time_law(9, "poly19"),
-    "cinf": SmoothStepLaw("cinf", 1.4),
-}
+class _LawRegistry(Mapping):
+    """Name -> time law, each built on first use: the exact rational solve of the degree-19 law
+    alone takes ~20 ms, which every ``import ffopt`` paid when the registry was built eagerly."""
+
+    def __init__(self, factories: dict):
+        self._factories = factories
+        self._built: dict[str, TimeLaw | SmoothStepLaw] = {}
+
+    def __getitem__(self, name: str) -> TimeLaw | SmoothStepLaw:
+        if name not in self._built:
+            self._built[name] = self._factories[name]()  # KeyError for an unknown name, as a dict
+        return self._built[name]
+
+    def __iter__(self):
+        return iter(self._factories)
+
+    def __len__(self) -> int:
+        return len(self._factories)
+
+
+TIME_LAWS: Mapping[str, TimeLaw | SmoothStepLaw] = _LawRegistry({
+    "quintic": lambda: make_time_law(2, "quintic"),
+    "septic": lambda: make_time_law(3, "septic"),
+    "hermite9": lambda: make_time_law(4, "hermite9"),
+    "poly11": lambda: make_time_law(5, "poly11"),
+    "poly15": lambda: make_time_law(7, "poly15"),
+    "poly19": lambda: make_time_law(9, "poly19"),
+    "cinf": lambda: SmoothStepLaw("cinf", 1.4),
+})
 
 
 def get_time_law(time_law, field: str = "reference.time_law") -> TimeLaw | SmoothStepLaw:

@@ -20,6 +20,10 @@ receives the local polynomial coefficients as piecewise-constant controls (CasAD
 qm_ref, dqm_ref. CVODES restarts at every grid point, so the kinks of the piecewise input are
 handled without loss of accuracy.
 
+The integrator depends only on the plant, the grid and the tolerances (torques, references,
+gains and the start are its inputs), so it is built once per plant model and grid and reused by
+every case that simulates that plant (``ffopt.cache``).
+
 Optional motor-side PD loop (two-degree-of-freedom structure, seed 002)
 -----------------------------------------------------------------------
     u_total = u_ff + Kp (qm_ref - qm) + Kd (dqm_ref - dqm)
@@ -34,11 +38,13 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+import hashlib
+
 import casadi as ca
 import numpy as np
-from scipy.interpolate import CubicSpline
 
 from ffopt import interrupt
+from ffopt.cache import per_model
 from ffopt.errors import VerificationError
 from ffopt.models.flexible import FlexibleModel
 
@@ -92,8 +98,7 @@ def pd_gains(model: FlexibleModel, q0: np.ndarray, bandwidth_hz: float, damping_
     """
     L = model.layout
     q0 = np.asarray(q0, float).ravel()
-    A = ca.Function("mass", [model.q, model.v, model.a, model.u],
-                    [ca.jacobian(model.equations_of_motion(model.q, model.v, model.a, model.u), model.a)])
+    A = per_model(model, "generalised_mass", lambda: _generalised_mass(model))
     M = np.array(A(q0, np.zeros(L.nq), np.zeros(L.nq), np.zeros(L.n_u)))
     J = np.empty(L.n_u)
     for j, link in enumerate(L.actuated):
@@ -103,6 +108,11 @@ def pd_gains(model: FlexibleModel, q0: np.ndarray, bandwidth_hz: float, damping_
             J[j] = M[link, link]
     w = 2.0 * np.pi * float(bandwidth_hz)
     return J * w**2, 2.0 * float(damping_ratio) * J * w
+
+
+def _generalised_mass(model: FlexibleModel) -> ca.Function:
+    return ca.Function("mass", [model.q, model.v, model.a, model.u],
+                       [ca.jacobian(model.equations_of_motion(model.q, model.v, model.a, model.u), model.a)])
 
 
 # --------------------------------------------------------------------------- integrator
@@ -148,6 +158,8 @@ def _piece_coefficients(t: np.ndarray, table: np.ndarray, interpolation: str) ->
         coef[0] = table[:-1]
         coef[1] = np.diff(table, axis=0) / np.diff(t)[:, None]
     else:
+        from scipy.interpolate import CubicSpline  # ~0.3-1 s to import: only when a spline is asked for
+
         coef[::-1] = CubicSpline(t, table, axis=0, bc_type="not-a-knot").c  # SciPy: highest power first
     return coef
 
@@ -191,6 +203,19 @@ def _simulate_stepwise(model, t, x0, C, P, rtol, atol):
     return X, None
 
 
+def plant_integrator(model: FlexibleModel, t: np.ndarray, rtol: float, atol: float) -> ca.Function:
+    """The CVODES integrator of the driven plant with outputs on the grid t, built once per plant
+    model, grid and tolerances (x0, interval controls and [kp, kd] are its inputs)."""
+    grid = hashlib.sha256(np.ascontiguousarray(t, dtype=float).tobytes()).hexdigest()
+    return per_model(model, ("cvodes", grid, float(rtol), float(atol)), lambda: _integrator(model, t, rtol, atol))
+
+
+def _integrator(model: FlexibleModel, t: np.ndarray, rtol: float, atol: float) -> ca.Function:
+    x, c, p, tt, rhs = _closed_loop_ode(model)
+    return ca.integrator("plant", "cvodes", {"x": x, "u": c, "p": p, "t": tt, "ode": rhs},
+                         float(t[0]), [float(ti) for ti in t[1:]], _integrator_options(rtol, atol))
+
+
 def simulate(model: FlexibleModel, t, u, q0, v0=None, pd: MotorPD | None = None,
              rtol: float = 1e-9, atol: float = 1e-11, interpolation: str = "linear") -> SimResult:
     """Simulate the plant on the grid t (n,) driven by u (n, N) given on that grid.
@@ -224,9 +249,7 @@ def simulate(model: FlexibleModel, t, u, q0, v0=None, pd: MotorPD | None = None,
     x0 = np.concatenate([q0, v0])
 
     wall = time.perf_counter()
-    x, c, p, tt, rhs = _closed_loop_ode(model)
-    F = ca.integrator("plant", "cvodes", {"x": x, "u": c, "p": p, "t": tt, "ode": rhs},
-                      float(t[0]), list(t[1:]), _integrator_options(rtol, atol))
+    F = plant_integrator(model, t, rtol, atol)
     t_build = time.perf_counter() - wall
     method = "cvodes"
     error = None

@@ -294,7 +294,7 @@ def section_default_law() -> list[str]:
             p, ref = fine_reference(p0, law)
             peak = np.abs(ref.u).max()
             for h in (2e-3, 1e-3):
-                r = plan(p, step=h)
+                r = plan(p, step=h, verify="full")
                 c = r.verification.cases
                 eu = np.abs(r.trajectory.u - ref.u[:: int(round(h / (ref.t[1] - ref.t[0])))]).max() / peak
                 lines.append(f"| {label} | {law} | {peak:.4g} | {h * 1e3:g} | {fe(eu)} | "

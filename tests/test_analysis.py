@@ -77,6 +77,49 @@ def test_invariant_zeros_of_transfer_function():
     np.testing.assert_allclose(np.sort(nf.real), [-5.0, 3.0], rtol=1e-9)
 
 
+def _mixed_drive_arm() -> dict:
+    """A user's planar arm: passive elastic base, elastic gear at the shoulder, direct drive at the elbow.
+
+    The direct drive reaches both outputs with relative degree 2 but the gear does not, so the
+    decoupling matrix is singular (no vector relative degree) and the infinite zeros form Jordan
+    blocks of size 3 (drawn by the random-arm property test, tests/test_random_arms.py).
+    """
+    def joint(name, kind, origin, mass, com, inertia, **dyn):
+        return dict(name=name, kind=kind, axis=[0.0, 0.0, 1.0], origin=[origin, 0.0, 0.0], mass=mass,
+                    com=[com, 0.0, 0.0], inertia_diag=[0.0, inertia, inertia], **dyn)
+    return {"name": "mixed-drive arm", "model": {"outputs": ["x", "y"], "tool_origin": [0.5, 0.0, 0.0], "joints": [
+        joint("q1", "passive", 0.0, 9.04791, 0.1, 0.0837769, stiffness=10401.6, damping=53.519),
+        joint("q2", "elastic_gear", 0.333333, 4.09302, 0.302976, 0.142605, stiffness=530.214, damping=7.47688,
+              motor_inertia=1.34305),
+        joint("q3", "direct", 0.646602, 1.0, 0.25, 0.0208333)]},
+        "reference": {"kind": "line", "start_mm": [-129.283, -188.184], "end_mm": [-116.685, -233.341],
+                      "duration": 1.42125, "joint_guess": [0.0, 2.66007, 2.27508]}}
+
+
+def test_zeros_without_vector_relative_degree_have_no_spurious_members():
+    """QZ on the full Rosenbrock pencil split the size-3 infinite-zero blocks into three 'zeros' of
+    ~1e7 rad/s (one with positive real part: 'non-minimum phase') at 2 of 81 points of this path (at
+    1 of the default 41); the SLICOT reduction keeps the three physical zeros. Checked: the same count
+    at every point, continuous along the path, each a rank drop of the Rosenbrock matrix."""
+    from ffopt.analysis.linear import equilibrium_path, linearize, path_times
+
+    problem = problem_from_dict(_mixed_drive_arm())
+    report = zero_dynamics(problem.model, problem.reference, problem.reference_spec.joint_guess, n_points=81)
+    assert report.minimum_phase and all(len(z) == 3 for z in report.zeros)
+    for z0, z1 in zip(report.zeros[:-1], report.zeros[1:]):  # each zero moves < 2 rad/s between points
+        assert np.abs(z0[:, None] - z1[None, :]).min(axis=1).max() < 2.0, (z0, z1)
+    q = equilibrium_path(problem.model, problem.reference, path_times(problem.reference, 81),
+                         problem.reference_spec.joint_guess)[40]
+    A, B, C, D = linearize(problem.model, q).state_space()
+    zeros, nf = invariant_zeros(A, B, C)
+    assert nf is None  # no vector relative degree: the normal form cannot count the zeros
+    n, m = A.shape[0], B.shape[1]
+    for z in zeros:
+        P = np.block([[A - z * np.eye(n), B], [C, D]])
+        sv = np.linalg.svd(P, compute_uv=False)
+        assert sv[-1] < 1e-10 * sv[0], z
+
+
 def test_e12_minimum_phase_along_path():
     """Seed 000 sec. 7.4: 'As expected, the system was minimum-phase at all points.'"""
     problem = load_problem(PROBLEMS / "e12_line.toml")

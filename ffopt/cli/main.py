@@ -57,9 +57,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("problem", help="problem file (TOML), e.g. problems/e12_line.toml")
     p.add_argument("--out", required=True, help="output directory (replaced only on success)")
     p.add_argument("--method", choices=list(METHODS),
-                   help="bdf or nlp; hi, dd (automatic dummy derivatives), km, dc: seed 000's solver family, "
-                        "any model; dd43..dd49: the seed's hand-made E1 systems; "
-                        "default: the problem's solver.method")
+                   help="auto: the zero dynamics choose bdf (minimum phase) or the non-causal nlp, and a "
+                        "failed solve falls back to the next formulation; bdf or nlp: only that method; hi, dd "
+                        "(automatic dummy derivatives), km, dc: seed 000's solver family, any model; dd43..dd49: "
+                        "the seed's hand-made E1 systems; default: the problem's solver.method (default auto)")
     p.add_argument("--order", type=int, help="BDF order k (1..6)")
     p.add_argument("--step", type=float, help="step size h in seconds, e.g. 0.001")
     p.add_argument("--form", choices=["I3", "I2", "I1"], help="DAE form: original (I3) or differentiated")

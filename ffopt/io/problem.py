@@ -23,7 +23,8 @@ from ffopt.nlp import settings as nlp_settings
 
 TIME_LAWS = ("poly11", "hermite9", "quintic")
 BDF_FORMS = ("I3", "I2", "I1")
-METHODS = ("bdf", "nlp", "hi", "dd", "dd43", "dd44", "dd48", "dd49", "km", "dc")  # hi..dc: seed 000 family
+# auto: the zero dynamics choose bdf or nlp, with fallbacks (ffopt.auto_method); hi..dc: seed 000 family
+METHODS = ("auto", "bdf", "nlp", "hi", "dd", "dd43", "dd44", "dd48", "dd49", "km", "dc")
 
 JOINT_SCHEMA = {
     "name": Field("str", required=True),
@@ -62,7 +63,7 @@ REFERENCE_SCHEMA = {
 }
 
 SOLVER_SCHEMA = {
-    "method": Field("str", default="bdf", choices=METHODS),
+    "method": Field("str", default="auto", choices=METHODS),
     "order": Field("int", default=6, check=lambda k: None if 1 <= k <= 6 else f"must be 1..6, got {k}"),
     "step": Field("float", default=1e-3, check=positive),
     "form": Field("str", default="I1", choices=BDF_FORMS),
@@ -136,7 +137,7 @@ class ReferenceSpec:
 
 @dataclass(frozen=True)
 class SolverSettings:
-    method: str = "bdf"
+    method: str = "auto"
     order: int = 6
     step: float = 1e-3
     form: str = "I1"
@@ -177,10 +178,19 @@ class Problem:
                     rest_before=spec.rest_before, rest_after=spec.rest_after, names=list(self.outputs))
 
     def with_solver(self, **changes) -> "Problem":
-        return replace(self, solver=replace(self.solver, **{k: v for k, v in changes.items() if v is not None}))
+        return self._sharing_model(replace(self, solver=replace(self.solver, **{k: v for k, v in changes.items()
+                                                                               if v is not None})))
 
     def with_nlp(self, **changes) -> "Problem":
-        return replace(self, nlp=replace(self.nlp, **{k: v for k, v in changes.items() if v is not None}))
+        return self._sharing_model(replace(self, nlp=replace(self.nlp, **{k: v for k, v in changes.items()
+                                                                         if v is not None})))
+
+    def _sharing_model(self, new: "Problem") -> "Problem":
+        """Settings changed only: keep the built model and reference (and their cached CasADi functions)."""
+        for name in ("model", "reference"):
+            if name in self.__dict__:
+                new.__dict__[name] = self.__dict__[name]
+        return new
 
     def with_chain(self, chain: Chain) -> "Problem":
         return replace(self, chain=chain)

@@ -100,9 +100,12 @@ def test_default_plan_on_the_arms_that_failed(arm):
 
 
 def test_the_recorded_arms_are_replayed():
-    """The replay looks the arms up under a hash of its test's source: editing that test orphans them."""
+    """The replay looks the arms up under a hash of its test's source (editing that test orphans them)
+    and decodes them with this hypothesis version: both must work, or the replay tests nothing."""
+    from hypothesis.database import choices_from_bytes
     from hypothesis.internal.reflection import function_digest
 
     key = function_digest(test_default_plan_on_the_arms_that_failed.hypothesis.inner_test)
-    assert list(DirectoryBasedExampleDatabase(DATABASE).fetch(key)), (
-        "no recorded arms under the replay test's key: re-record them (see the module docstring)")
+    recorded = list(DirectoryBasedExampleDatabase(DATABASE).fetch(key))
+    assert recorded, "no recorded arms under the replay test's key: re-record them (see the module docstring)"
+    assert all(choices_from_bytes(value) for value in recorded)

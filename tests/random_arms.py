@@ -19,6 +19,14 @@ motor locked, 2-40 Hz, on the inertia of the arm beyond it (k = J (2 pi f)^2), d
 0.002-0.5 (light to heavy; d = 2 zeta sqrt(k J)); reflected motor inertia 0.05-3 x J (elastic
 gears) or 0 or 0.01-1 x J (direct drives); gravity on or off; motion time 0.2-1.5 s.
 
+Where the range is narrower than "anything a user might write", and why: every elastic joint has
+some damping (zeta >= 0.002; an undamped passive joint gives undamped zero dynamics, which method
+auto sends to BDF: E1 and E12 with an undamped passive joint plan and verify, 0.23 / 0.043 mm);
+natural frequencies start at 2 Hz, so springs hold the arm against gravity (a softer passive joint
+can have no static equilibrium at all); planar 3-link arms always have a passive joint (three
+actuated joints and two tool coordinates are not a square inverse problem); paths stay clear of
+singular configurations (a singular path is bad input, reported before any solve).
+
 Paths: a start and an end joint configuration of the rigid arm (passive joints at rest) away from
 singularities; the straight Cartesian line between their tool points is kept only if the rigid
 inverse kinematics follows it on one branch with the smallest singular value of the tool

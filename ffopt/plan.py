@@ -24,6 +24,7 @@ class PlanResult:
     verification: object | None
     settings: dict
     timings: dict = field(default_factory=dict)
+    method_choice: dict = field(default_factory=dict)  # requested, chosen, reason, attempts (method auto)
 
     def summary(self) -> dict:
         return {
@@ -32,6 +33,7 @@ class PlanResult:
                         "outputs": list(self.problem.outputs),
                         "t_end_s": float(self.trajectory.t[-1])},
             "method": self.trajectory.method,
+            "method_choice": self.method_choice,
             "settings": self.settings,
             "solver": self.trajectory.stats,
             "wall_time_s": self.timings,
@@ -168,31 +170,14 @@ def plan(problem: Problem | str | Path, method: str | None = None, order: int | 
     timings["path_check"] = time.perf_counter() - tic
 
     tic = time.perf_counter()
-    if s.method == "bdf":
-        from ffopt.dae.inverse import solve_inverse_bdf
+    if s.method == "auto":
+        from ffopt.auto_method import solve_auto
 
-        say(f"solving the inverse dynamics: BDF-{s.order}, h = {s.step * 1e3:g} ms, form {s.form}")
-        if s.form == "I3" and s.step < 5e-4:
-            # roundoff in u grows like eps / h^index on the original form (results/conditioning.md)
-            say(f"warning: form I3 with h = {s.step * 1e3:g} ms < 0.5 ms amplifies roundoff in u; use form I1")
-        try:
-            traj = solve_inverse_bdf(model, reference, s.order, s.step, s.form, s.scaling_power, guess, compile)
-        except SolverError as err:
-            raise SolverError(f"{err}{_zero_dynamics_hint(model, reference, guess)}") from None
-    elif s.method in SEED_VARIANT_METHODS:
-        from ffopt.dae.seed_variants import solve_inverse_variant
-
-        say(f"solving the inverse dynamics: seed 000 variant {s.method.upper()}, BDF-{s.order}, h = {s.step * 1e3:g} ms")
-        traj = solve_inverse_variant(model, reference, s.method.upper(), s.order, s.step, guess,
-                                     engine="compiled" if compile else "vm", scaling_power=s.scaling_power)
-        if traj.stats.get("engine_fallback"):
-            say(f"note: {traj.stats['engine_fallback']}")
-    elif s.method == "nlp":
-        from ffopt.nlp.solve import plan_nlp
-
-        traj = plan_nlp(problem, say)
+        problem, traj, method_choice = solve_auto(problem, lambda p: _solve(p, say, compile, hint=False), say)
+        s = problem.solver
     else:
-        raise ProblemError(f"solver.method: {s.method!r} is not available (use one of {', '.join(METHODS)})")
+        traj = _solve(problem, say, compile)
+        method_choice = {"requested": s.method, "chosen": s.method, "reason": "set by the user"}
     timings["inverse_dynamics"] = time.perf_counter() - tic
 
     report = None
@@ -213,7 +198,41 @@ def plan(problem: Problem | str | Path, method: str | None = None, order: int | 
         settings["nlp"] = {**asdict(problem.nlp), "strategy": traj.stats.get("strategy"),
                            "pre_actuation_s": traj.stats.get("pre_actuation_s"),
                            "post_actuation_s": traj.stats.get("post_actuation_s")}
-    return PlanResult(problem, traj, report, settings, timings)
+    return PlanResult(problem, traj, report, settings, timings, method_choice)
+
+
+def _solve(problem: Problem, say, compile: bool, hint: bool = True):
+    """One explicit method (not auto). hint: on a BDF failure, say whether the zero dynamics explain it."""
+    s, model, reference = problem.solver, problem.model, problem.reference
+    guess = problem.reference_spec.joint_guess
+    if s.method == "bdf":
+        from ffopt.dae.inverse import solve_inverse_bdf
+
+        say(f"solving the inverse dynamics: BDF-{s.order}, h = {s.step * 1e3:g} ms, form {s.form}")
+        if s.form == "I3" and s.step < 5e-4:
+            # roundoff in u grows like eps / h^index on the original form (results/conditioning.md)
+            say(f"warning: form I3 with h = {s.step * 1e3:g} ms < 0.5 ms amplifies roundoff in u; use form I1")
+        try:
+            traj = solve_inverse_bdf(model, reference, s.order, s.step, s.form, s.scaling_power, guess, compile)
+        except SolverError as err:
+            if not hint:
+                raise
+            raise SolverError(f"{err}{_zero_dynamics_hint(model, reference, guess)}") from None
+    elif s.method in SEED_VARIANT_METHODS:
+        from ffopt.dae.seed_variants import solve_inverse_variant
+
+        say(f"solving the inverse dynamics: seed 000 variant {s.method.upper()}, BDF-{s.order}, h = {s.step * 1e3:g} ms")
+        traj = solve_inverse_variant(model, reference, s.method.upper(), s.order, s.step, guess,
+                                     engine="compiled" if compile else "vm", scaling_power=s.scaling_power)
+        if traj.stats.get("engine_fallback"):
+            say(f"note: {traj.stats['engine_fallback']}")
+    elif s.method == "nlp":
+        from ffopt.nlp.solve import plan_nlp
+
+        traj = plan_nlp(problem, say)
+    else:
+        raise ProblemError(f"solver.method: {s.method!r} is not available (use one of {', '.join(METHODS)})")
+    return traj
 
 
 def verification_cases(problem: Problem, verify: bool | str | None) -> str | None:
@@ -240,7 +259,8 @@ def _zero_dynamics_hint(model, reference, guess) -> str:
     if zd.minimum_phase:
         return ""
     return (f" The system is non-minimum phase (zero at {zd.worst_zero:.4g} rad/s, t = {zd.worst_time:.3g} s): "
-            "the causal inverse diverges; use --method nlp (pre-actuation, stable inversion).")
+            "the causal inverse diverges; use --method nlp (pre-actuation, stable inversion) or leave the method "
+            "at auto, the default, which chooses it.")
 
 
 def _with_nlp_limits(problem: Problem, max_iter: int | None, max_time: float | None) -> Problem:

@@ -77,6 +77,65 @@ def test_invariant_zeros_of_transfer_function():
     np.testing.assert_allclose(np.sort(nf.real), [-5.0, 3.0], rtol=1e-9)
 
 
+def _mixed_drive_arm() -> dict:
+    """A user's planar arm: passive elastic base, elastic gear at the shoulder, direct drive at the elbow.
+
+    The direct drive reaches both outputs with relative degree 2 but the gear does not, so the
+    decoupling matrix is singular (no vector relative degree) and the infinite zeros form Jordan
+    blocks of size 3 (drawn by the random-arm property test, tests/test_random_arms.py).
+    """
+    def joint(name, kind, origin, mass, com, inertia, **dyn):
+        return dict(name=name, kind=kind, axis=[0.0, 0.0, 1.0], origin=[origin, 0.0, 0.0], mass=mass,
+                    com=[com, 0.0, 0.0], inertia_diag=[0.0, inertia, inertia], **dyn)
+    return {"name": "mixed-drive arm", "model": {"outputs": ["x", "y"], "tool_origin": [0.5, 0.0, 0.0], "joints": [
+        joint("q1", "passive", 0.0, 9.04791, 0.1, 0.0837769, stiffness=10401.6, damping=53.519),
+        joint("q2", "elastic_gear", 0.333333, 4.09302, 0.302976, 0.142605, stiffness=530.214, damping=7.47688,
+              motor_inertia=1.34305),
+        joint("q3", "direct", 0.646602, 1.0, 0.25, 0.0208333)]},
+        "reference": {"kind": "line", "start_mm": [-129.283, -188.184], "end_mm": [-116.685, -233.341],
+                      "duration": 1.42125, "joint_guess": [0.0, 2.66007, 2.27508]}}
+
+
+def _direct_and_gear_arm() -> dict:
+    """A user's planar 2-link arm: direct drive at the shoulder, elastic gear at the elbow, no gravity."""
+    def joint(name, kind, origin, mass, com, inertia, **dyn):
+        return dict(name=name, kind=kind, axis=[0.0, 1.0, 0.0], origin=[origin, 0.0, 0.0], mass=mass,
+                    com=[com, 0.0, 0.0], inertia_diag=[0.0, inertia, inertia], **dyn)
+    return {"name": "direct + gear arm", "model": {"outputs": ["x", "z"], "tool_origin": [0.780607, 0.0, 0.0], "joints": [
+        joint("q1", "direct", 0.0, 1.37854, 0.529614, 0.0993618),
+        joint("q2", "elastic_gear", 0.930015, 1.0, 0.494201, 0.0507789, stiffness=1078.75, damping=11.3904,
+              motor_inertia=0.0346129)]},
+        "reference": {"kind": "line", "start_mm": [1039.28, 337.577], "end_mm": [299.127, 410.112],
+                      "duration": 0.888879, "joint_guess": [0.462638, -1.76501]}}
+
+
+@pytest.mark.parametrize("arm, n_zeros", [(_mixed_drive_arm, 3), (_direct_and_gear_arm, 1)])
+def test_zeros_without_vector_relative_degree_have_no_spurious_members(arm, n_zeros):
+    """Both arms lack a vector relative degree (the direct drive reaches the outputs faster than the
+    gear), so the infinite zeros form Jordan blocks. QZ on the full Rosenbrock pencil split them into
+    'zeros' of ~1e7 rad/s (one with positive real part: 'non-minimum phase') at 2 of 81 points of the
+    first path (1 of the default 41); SLICOT's reduction with its default rank tolerance still found
+    three zeros instead of one, two at +-2e8 rad/s, at 4 of 21 points of the second. Checked: the
+    same count at every point, continuous along the path, each a rank drop of the Rosenbrock matrix."""
+    from ffopt.analysis.linear import equilibrium_path, linearize_at_rest, path_times
+
+    problem = problem_from_dict(arm())
+    guess = problem.reference_spec.joint_guess
+    report = zero_dynamics(problem.model, problem.reference, guess, n_points=81)
+    assert report.minimum_phase and all(len(z) == n_zeros for z in report.zeros)
+    for z0, z1 in zip(report.zeros[:-1], report.zeros[1:]):  # each zero moves < 2 rad/s between points
+        assert np.abs(z0[:, None] - z1[None, :]).min(axis=1).max() < 2.0, (z0, z1)
+    qs = equilibrium_path(problem.model, problem.reference, path_times(problem.reference, 81), guess)
+    for lin in linearize_at_rest(problem.model, qs):
+        A, B, C, D = lin.state_space()
+        zeros, nf = invariant_zeros(A, B, C)
+        assert nf is None  # no vector relative degree: the normal form cannot count the zeros
+        n = A.shape[0]
+        for z in zeros:
+            sv = np.linalg.svd(np.block([[A - z * np.eye(n), B], [C, D]]), compute_uv=False)
+            assert sv[-1] < 1e-10 * sv[0], z
+
+
 def test_e12_minimum_phase_along_path():
     """Seed 000 sec. 7.4: 'As expected, the system was minimum-phase at all points.'"""
     problem = load_problem(PROBLEMS / "e12_line.toml")

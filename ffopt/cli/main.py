@@ -172,9 +172,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also write into an existing folder ffopt did not create, beside its files (a file "
                         "of yours with the same name as one of ffopt's is still an error, never replaced)")
     p.add_argument("--method", choices=list(METHODS),
-                   help="bdf or nlp; hi, dd (automatic dummy derivatives), km, dc: Moberg & Hanssen's solver "
-                        "family, any model; dd43..dd49: their hand-made E1 systems; "
-                        "default: the problem's solver.method")
+                   help="auto: the zero dynamics choose bdf (minimum phase) or the non-causal nlp, and a "
+                        "failed solve falls back to the next formulation; bdf or nlp: only that method; hi, dd "
+                        "(automatic dummy derivatives), km, dc: Moberg & Hanssen's solver family, any model; "
+                        "dd43..dd49: their hand-made E1 systems; default: the problem's solver.method (default auto)")
     p.add_argument("--order", type=int, choices=range(1, 7), metavar="K", help="BDF order k (1..6); BDF methods")
     p.add_argument("--step", type=finite_float, metavar="H",
                    help="time step in seconds, e.g. 0.001: the BDF step and the NLP's collocation interval "

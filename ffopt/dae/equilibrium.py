@@ -29,7 +29,7 @@ def static_equilibrium(model: FlexibleModel, y_target: np.ndarray, qa_guess: np.
     resid = np.abs(np.array(G(q0, y_target))).max()
     if not np.all(np.isfinite(q0)) or resid > 1e-8 * _torque_scale(model):
         raise PathError(
-            f"no static equilibrium with the tool at {np.round(1000 * np.asarray(y_target), 3).tolist()} mm at "
+            f"no static equilibrium with the tool at {np.round(1000 * y_target, 3).tolist()} mm at "
             f"{where} (residual {resid:.3g}): the point may be outside the workspace; check reference.start_mm "
             "and give reference.joint_guess near the intended configuration")
     return q0

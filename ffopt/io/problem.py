@@ -33,7 +33,8 @@ from ffopt.models.flexible import AXES, ORIENTATION, FlexibleModel
 from ffopt.nlp import settings as nlp_settings
 
 BDF_FORMS = ("I3", "I2", "I1")
-METHODS = ("bdf", "nlp", "hi", "dd", "dd43", "dd44", "dd48", "dd49", "km", "dc")  # hi..dc: seed 000 family
+# auto: the zero dynamics choose bdf or nlp, with fallbacks (ffopt.auto_method); hi..dc: seed 000 family
+METHODS = ("auto", "bdf", "nlp", "hi", "dd", "dd43", "dd44", "dd48", "dd49", "km", "dc")
 
 
 def all_positive(values):
@@ -101,7 +102,7 @@ MODEL_SCHEMA = {
 }
 
 SOLVER_SCHEMA = {
-    "method": Field("str", default="bdf", choices=METHODS),
+    "method": Field("str", default="auto", choices=METHODS),
     "order": Field("int", default=6, check=lambda k: None if 1 <= k <= 6 else f"must be 1..6, got {k}"),
     "step": Field("float", default=1e-3, check=positive),
     "form": Field("str", default="I1", choices=BDF_FORMS),
@@ -169,7 +170,7 @@ class _ProblemValidator(Validator):
 
 @dataclass(frozen=True)
 class SolverSettings:
-    method: str = "bdf"
+    method: str = "auto"
     order: int = 6
     step: float = 1e-3
     form: str = "I1"
@@ -247,11 +248,20 @@ class Problem:
 
     def with_solver(self, **changes) -> "Problem":
         changes = {k: v for k, v in changes.items() if v is not None}
-        return replace(self, solver=replace(self.solver, **changes), raw=_raw_with(self.raw, "solver", changes))
+        return self._sharing_model(replace(self, solver=replace(self.solver, **changes),
+                                           raw=_raw_with(self.raw, "solver", changes)))
 
     def with_nlp(self, **changes) -> "Problem":
         changes = {k: v for k, v in changes.items() if v is not None}
-        return replace(self, nlp=replace(self.nlp, **changes), raw=_raw_with(self.raw, "nlp", changes))
+        return self._sharing_model(replace(self, nlp=replace(self.nlp, **changes),
+                                           raw=_raw_with(self.raw, "nlp", changes)))
+
+    def _sharing_model(self, new: "Problem") -> "Problem":
+        """Settings changed only: keep the built model and reference (and their cached CasADi functions)."""
+        for name in ("model", "reference"):
+            if name in self.__dict__:
+                new.__dict__[name] = self.__dict__[name]
+        return new
 
     def with_chain(self, chain: Chain) -> "Problem":
         return replace(self, chain=chain, raw=None)

@@ -1,0 +1,139 @@
+"""``method = "auto"`` (the default): the zero dynamics choose the inversion; a failed one falls back.
+
+1. The zero dynamics of the plant linearised at static equilibria along the path
+   (``ffopt.analysis.linear.zero_dynamics`` at ``ZERO_DYNAMICS_POINTS`` points; ~10-25 ms).
+2. Minimum phase (or the analysis not available): constant-step BDF with the problem's order,
+   step and form. Should it fail, the next formulation runs: the other forms (lowest index
+   first), the automatic dummy-derivative system (``dd``), then the collocation NLP with its
+   strategy chosen by its own, denser analysis (Radau IIA is L-stable and the NLP can go
+   non-causal where the sampled analysis missed an unstable zero).
+3. Non-minimum phase: the causal inverse integrates the unstable zero dynamics forward and
+   diverges (Moberg & Hanssen, inverse dynamics of flexible manipulators), so the non-causal
+   NLP with pre- and post-actuation runs directly, from rest (a BDF warm start would diverge).
+
+Each fallback prints one line (what failed, why, what runs next); ``PlanResult.method_choice``
+(``summary.json``) records the choice, the reason and every attempt with its error. Bad input
+(``ProblemError``, ``PathError``) is never retried: it stops at once, as does Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from ffopt.errors import FfoptError, SolverError
+
+ZERO_DYNAMICS_POINTS = 21
+# A zero counts as unstable above this real part relative to its size. Undamped zero dynamics (a
+# passive joint without damping: zeros at +-j omega up to roundoff) keep the causal inverse
+# bounded, so they go to BDF rather than to a non-causal NLP with an unbounded pre-actuation.
+UNSTABLE_RTOL = 1e-8
+BDF_FORMS = ("I1", "I2", "I3")  # lowest index first
+MAX_REASON_CHARS = 200
+
+
+@dataclass
+class Attempt:
+    method: str  # bdf | dd | nlp
+    label: str  # e.g. "BDF-6, h = 1 ms, form I1"
+    ok: bool = False
+    error: str | None = None
+    time_s: float = 0.0
+
+    def to_dict(self) -> dict:
+        return {"method": self.method, "formulation": self.label, "ok": self.ok, "error": self.error,
+                "time_s": self.time_s}
+
+
+def solve_auto(problem, solve, say=lambda msg: None):
+    """Run the chain for ``problem``; ``solve(problem)`` runs one explicit method and returns a Trajectory.
+
+    Returns (the problem with the method that succeeded, its Trajectory, the method_choice dict).
+    Raises SolverError listing every attempt if all of them fail.
+    """
+    analysis, minimum_phase = _analyse(problem)
+    chain = _chain(problem, minimum_phase)
+    reason = _reason(analysis, minimum_phase)
+    say(f"method auto: {reason}: {chain[0][1]}")
+    attempts = []
+    for k, (candidate, label) in enumerate(chain):
+        attempt = Attempt(candidate.solver.method, label)
+        attempts.append(attempt)
+        tic = time.perf_counter()
+        try:
+            traj = solve(candidate)
+        except SolverError as err:
+            attempt.error, attempt.time_s = str(err), time.perf_counter() - tic
+            if k + 1 < len(chain):
+                say(f"method auto: {label} failed ({first_sentence(err)}); next: {chain[k + 1][1]}")
+            continue
+        attempt.ok, attempt.time_s = True, time.perf_counter() - tic
+        choice = {"requested": "auto", "chosen": candidate.solver.method, "formulation": label, "reason": reason,
+                  "zero_dynamics": analysis, "attempts": [a.to_dict() for a in attempts]}
+        return candidate, traj, choice
+    tried = "; ".join(f"{a.label}: {first_sentence(a.error)}" for a in attempts)
+    raise SolverError(f"method auto: every formulation failed ({tried}). Check the model and the path (ffopt "
+                      "analyze), or slow the motion (reference.duration).")
+
+
+def _analyse(problem) -> tuple[dict, bool | None]:
+    """Zero dynamics along the path -> (summary for summary.json, minimum phase or None if unknown)."""
+    from ffopt.analysis.linear import zero_dynamics
+
+    tic = time.perf_counter()
+    try:
+        zd = zero_dynamics(problem.model, problem.reference, problem.reference_spec.joint_guess,
+                           n_points=ZERO_DYNAMICS_POINTS, cross_check=False)
+    except (FfoptError, np.linalg.LinAlgError, ArithmeticError, RuntimeError, ValueError) as err:
+        return {"error": first_sentence(err), "time_s": time.perf_counter() - tic}, None
+    z = zd.worst_zero
+    unstable = bool(np.isfinite(z.real) and z.real > UNSTABLE_RTOL * max(1.0, abs(z)))
+    info = {"minimum_phase": not unstable, "summary": zd.summary(), "n_points": len(zd.times),
+            "worst_zero": [float(z.real), float(z.imag)], "worst_time_s": float(zd.worst_time),
+            "time_s": time.perf_counter() - tic}
+    return info, not unstable
+
+
+def _reason(analysis: dict, minimum_phase: bool | None) -> str:
+    if minimum_phase is None:
+        return f"zero dynamics not available ({analysis['error']}), so the causal inverse first"
+    if not np.isfinite(analysis["worst_zero"][0]):
+        return "no finite zeros (minimum phase)"
+    z = complex(*analysis["worst_zero"])
+    where = f"worst zero {z.real:.4g}{z.imag:+.4g}j rad/s at t = {analysis['worst_time_s']:.3g} s"
+    if not minimum_phase:
+        return f"non-minimum phase ({where})"
+    return f"minimum phase ({where})" if z.real < 0 else f"marginally minimum phase, undamped zero dynamics ({where})"
+
+
+def _chain(problem, minimum_phase: bool | None) -> list:
+    """[(problem with one explicit method, label)] in the order they are tried."""
+    s = problem.solver
+    if minimum_phase is False:
+        nlp = problem.with_solver(method="nlp").with_nlp(strategy="auto", warm_start="none")
+        return [(nlp, _nlp_label(nlp, "non-causal"))]
+    forms = [s.form] + [f for f in BDF_FORMS if f != s.form]
+    chain = [(problem.with_solver(method="bdf", form=f), f"BDF-{s.order}, h = {s.step * 1e3:g} ms, form {f}")
+             for f in forms]
+    chain.append((problem.with_solver(method="dd"),
+                  f"BDF-{s.order}, h = {s.step * 1e3:g} ms, automatic dummy derivatives (dd)"))
+    nlp = problem.with_solver(method="nlp").with_nlp(strategy="auto")
+    chain.append((nlp, _nlp_label(nlp, "strategy from the zero dynamics")))
+    return chain
+
+
+def _nlp_label(problem, strategy: str) -> str:
+    n = problem.nlp
+    return f"collocation NLP ({strategy}, Radau degree {n.degree}, h = {n.step * 1e3:g} ms)" if n.scheme == "radau" \
+        else f"collocation NLP ({strategy}, implicit Euler, h = {n.step * 1e3:g} ms)"
+
+
+def first_sentence(err) -> str:
+    """The diagnosis of an error message without its advice, on one line."""
+    text = " ".join(str(err).split())
+    for marker in (". Try ", ". Set ", ". Check ", ". Use ", "; try "):
+        text = text.split(marker)[0]
+    text = text.rstrip(".")
+    return text if len(text) <= MAX_REASON_CHARS else text[: MAX_REASON_CHARS - 3] + "..."

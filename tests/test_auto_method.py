@@ -1,0 +1,167 @@
+"""``method = "auto"`` (the default): the zero dynamics choose the inversion, a failed BDF falls back.
+
+One test per path: minimum phase -> BDF; non-minimum phase -> the non-causal NLP; a BDF failure
+-> the next form, with the one console line and the record in summary.json; every formulation
+failing -> one error listing them; an explicit method is not replaced.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import ffopt
+from ffopt.cli.main import main
+from ffopt.errors import SolverError
+from ffopt.io.problem import problem_from_dict
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _two_link_elastic_arm() -> dict:
+    """A planar 2-link arm with elastic gears in both joints and light damping (issue 14's first arm)."""
+    def joint(name, origin, mass, com, inertia, k, d, jm):
+        return dict(name=name, kind="elastic_gear", axis=[0, 1, 0], origin=origin, mass=mass, com=[com, 0, 0],
+                    inertia_diag=[inertia] * 3, stiffness=k, damping=d, motor_inertia=jm)
+    return dict(name="two-link elastic arm", model=dict(
+        gravity=[0, 0, -9.81], outputs=["x", "z"], tool_origin=[0.679, 0, 0],
+        joints=[joint("j1", [0, 0, 0], 6.69, 0.452, 0.456, 372.2, 1.028, 0.3455),
+                joint("j2", [0.904, 0, 0], 9.03, 0.340, 0.347, 646.7, 0.874, 0.0910)]),
+        reference=dict(kind="line", start_mm=[-105.7, -1011.5], end_mm=[-277.0, -858.2], duration=0.767,
+                       joint_guess=[0.962, 1.771]))
+
+
+def _e1_nmp_default() -> dict:
+    """problems/e1_nmp.toml without its explicit solver.method: what a user who copies it would get."""
+    data = tomllib.loads((ROOT / "problems" / "e1_nmp.toml").read_text())
+    del data["solver"]["method"]
+    return data
+
+
+def _fail_bdf_form(monkeypatch, failing=("I1",)):
+    """Make BDF fail in the given forms the way it fails in practice (Newton stops at some t)."""
+    import ffopt.dae.inverse as inverse
+
+    real = inverse.solve_inverse_bdf
+
+    def solve(model, reference, order=6, step=1e-3, form="I3", *args, **kwargs):
+        if form in failing:
+            raise SolverError(f"BDF-{order} Newton iteration did not converge at t = 0.817 (step 817 of 1118, "
+                              f"h = {step:.3g}, 302 failed steps): max |F| = nan. Try a smaller/larger step h, a lower "
+                              "order, a different row scaling power p, or a lower-index formulation.")
+        return real(model, reference, order, step, form, *args, **kwargs)
+
+    monkeypatch.setattr(inverse, "solve_inverse_bdf", solve)
+
+
+def test_the_default_method_is_auto():
+    problem = problem_from_dict(_two_link_elastic_arm())
+    assert problem.solver.method == "auto"
+    assert ffopt.load_problem(ROOT / "problems" / "e1_simplified.toml").solver.method == "bdf"  # explicit stays
+
+
+def test_minimum_phase_arm_runs_bdf_with_the_problem_settings():
+    result = ffopt.plan(problem_from_dict(_two_link_elastic_arm()), verify=False)
+    choice = result.method_choice
+    assert choice["requested"] == "auto" and choice["chosen"] == "bdf"
+    assert choice["reason"].startswith("minimum phase (worst zero -362.1")  # -k/d of gear 1
+    assert choice["zero_dynamics"]["minimum_phase"] is True and choice["zero_dynamics"]["n_points"] == 21
+    assert [a["formulation"] for a in choice["attempts"]] == ["BDF-6, h = 1 ms, form I1"]
+    assert result.trajectory.method == "bdf6-I1" and result.settings["method"] == "bdf"
+    assert np.all(np.isfinite(result.trajectory.u))
+
+
+def test_non_minimum_phase_arm_runs_the_non_causal_nlp_and_verifies(tmp_path):
+    """E1 with a 3 m link 2 (zero at +55.8 rad/s): the default plan pre-actuates instead of diverging."""
+    result = ffopt.plan(problem_from_dict(_e1_nmp_default()))
+    choice = result.method_choice
+    assert choice["chosen"] == "nlp" and choice["reason"].startswith("non-minimum phase (worst zero 55.83")
+    assert len(choice["attempts"]) == 1  # the causal BDF is not tried: it diverges
+    traj = result.trajectory
+    assert traj.stats["strategy"] == "noncausal" and traj.stats["warm_start"] is False
+    assert traj.t[0] == pytest.approx(-traj.stats["pre_actuation_s"]) and traj.t[0] < 0
+    assert result.verification.cases["feedforward_pd"].max_mm < 0.1
+    summary = json.loads((result.save(tmp_path / "out", plots=False) / "summary.json").read_text())
+    assert summary["method_choice"]["chosen"] == "nlp" and summary["settings"]["nlp"]["strategy"] == "noncausal"
+
+
+def test_a_failed_bdf_form_falls_back_to_the_next_with_one_line(tmp_path, monkeypatch, capsys):
+    """CLI: I1 fails -> one line naming what failed, why and what runs next; I2 plans; summary.json records both."""
+    _fail_bdf_form(monkeypatch)
+    problem = tmp_path / "arm.toml"
+    problem.write_text(_toml(_two_link_elastic_arm()))
+    out = tmp_path / "out"
+    assert main(["plan", str(problem), "--out", str(out), "--no-verify", "--no-plots"]) == 0
+    err = capsys.readouterr().err
+    fallback = [line for line in err.splitlines() if "method auto:" in line and " failed (" in line]
+    assert len(fallback) == 1, err
+    assert ("method auto: BDF-6, h = 1 ms, form I1 failed (BDF-6 Newton iteration did not converge at t = 0.817 "
+            "(step 817 of 1118, h = 0.001, 302 failed steps): max |F| = nan); next: BDF-6, h = 1 ms, form I2") in fallback[0]
+    summary = json.loads((out / "summary.json").read_text())
+    choice = summary["method_choice"]
+    assert choice["chosen"] == "bdf" and choice["formulation"] == "BDF-6, h = 1 ms, form I2"
+    assert [(a["formulation"][-7:], a["ok"]) for a in choice["attempts"]] == [("form I1", False), ("form I2", True)]
+    assert "did not converge at t = 0.817" in choice["attempts"][0]["error"]
+    assert summary["settings"]["form"] == "I2" and summary["method"] == "bdf6-I2"
+
+
+def test_when_every_bdf_formulation_fails_the_nlp_plans(monkeypatch, capsys):
+    _fail_bdf_form(monkeypatch, failing=("I1", "I2", "I3"))
+    import ffopt.dae.seed_variants as variants
+
+    def no_dd(*args, **kwargs):
+        raise SolverError("BDF-6 Newton iteration did not converge at t = 0.5 (step 500 of 1118): max |F| = 3.1e+09.")
+    monkeypatch.setattr(variants, "solve_inverse_variant", no_dd)
+    problem = problem_from_dict(_two_link_elastic_arm()).with_nlp(step=4e-3)  # a coarse NLP: this test is about the chain
+    result = ffopt.plan(problem, verify=False, progress=print)
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("method auto:")]
+    assert len(lines) == 1 + 4  # the choice, then one line per fallback
+    assert lines[-1].endswith("; next: collocation NLP (strategy from the zero dynamics, Radau degree 3, h = 4 ms)")
+    choice = result.method_choice
+    assert [a["method"] for a in choice["attempts"]] == ["bdf", "bdf", "bdf", "dd", "nlp"]
+    assert choice["chosen"] == "nlp" and result.trajectory.stats["strategy"] == "causal"
+
+
+def test_when_every_formulation_fails_one_error_lists_them(monkeypatch):
+    _fail_bdf_form(monkeypatch, failing=("I1", "I2", "I3"))
+    import ffopt.dae.seed_variants as variants
+    import ffopt.nlp.solve as nlp
+
+    def fail(*args, **kwargs):
+        raise SolverError("NLP not solved (casadi: Infeasible_Problem_Detected after 12 iterations). Try more.")
+    monkeypatch.setattr(variants, "solve_inverse_variant", fail)
+    monkeypatch.setattr(nlp, "plan_nlp", fail)
+    with pytest.raises(SolverError) as err:
+        ffopt.plan(problem_from_dict(_two_link_elastic_arm()), verify=False)
+    text = str(err.value)
+    assert text.startswith("method auto: every formulation failed (BDF-6, h = 1 ms, form I1: BDF-6 Newton")
+    for label in ("form I2", "form I3", "automatic dummy derivatives (dd)", "collocation NLP"):
+        assert label in text
+    assert "Try more" not in text and "\n" not in text
+
+
+def test_an_explicit_method_is_not_replaced(monkeypatch):
+    _fail_bdf_form(monkeypatch)
+    with pytest.raises(SolverError, match="did not converge at t = 0.817"):
+        ffopt.plan(problem_from_dict(_two_link_elastic_arm()), method="bdf", verify=False)
+
+
+@pytest.mark.slow
+def test_e12_at_a_step_no_bdf_form_can_take_is_planned_by_the_nlp():
+    """E12 at h = 20 ms: BDF-6 fails in every form and as dd (Newton stops mid-motion); the NLP (its own
+    1 ms grid) plans it and verifies below 0.1 mm. Measured: 0.007 mm, ~20 s."""
+    problem = ffopt.load_problem(ROOT / "problems" / "e12_line.toml")
+    result = ffopt.plan(problem, method="auto", step=0.02)
+    attempts = result.method_choice["attempts"]
+    assert [a["ok"] for a in attempts] == [False] * 4 + [True]
+    assert result.verification.cases["feedforward_pd"].max_mm < 0.1
+
+
+def _toml(data: dict) -> str:
+    import tomlkit
+
+    return tomlkit.dumps(data)

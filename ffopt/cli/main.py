@@ -213,10 +213,11 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--repeats", type=positive_int, default=5, help="timed repetitions (the median is reported)")
     b.set_defaults(func=cmd_bench)
 
-    from ffopt.cli import analyze, present
+    from ffopt.cli import analyze, present, schema
 
     analyze.add_parser(sub, epilog=EXIT_CODES_HELP)
     present.add_parsers(sub, epilog=EXIT_CODES_HELP)  # sweep, report, animate
+    schema.add_parser(sub, epilog=EXIT_CODES_HELP)  # the problem-format reference
     return parser
 
 

@@ -39,11 +39,13 @@ def _ratios(x):
 
 FLEXIBLE_SCHEMA = {
     "modes": Field("int", required=True, check=_modes, doc="assumed clamped-free modes (>= 1)"),
-    "EI": Field("float", required=True, check=positive, doc="bending stiffness (N m^2)"),
-    "length": Field("float", required=True, check=positive, doc="beam length (m)"),
-    "mass": Field("float", required=True, check=positive, doc="beam mass (kg), uniform along the length"),
-    "direction": Field("vector", default=[1.0, 0.0, 0.0], length=3, doc="beam axis in the body frame"),
-    "damping_ratio": Field("number_or_vector", default=0.0, check=_ratios, doc="modal damping ratio(s)"),
+    "EI": Field("float", required=True, check=positive, unit="N m^2", doc="bending stiffness (N m^2)"),
+    "length": Field("float", required=True, check=positive, unit="m", doc="beam length (m)"),
+    "mass": Field("float", required=True, check=positive, unit="kg", doc="beam mass (kg), uniform along the length"),
+    "direction": Field("vector", default=[1.0, 0.0, 0.0], length=3,
+                       doc="beam axis in the body frame, perpendicular to the joint axis"),
+    "damping_ratio": Field("number_or_vector", default=0.0, check=_ratios,
+                           doc="modal damping ratio: one for all modes or one per mode"),
 }
 
 

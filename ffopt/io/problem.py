@@ -44,10 +44,15 @@ def all_positive(values):
 JOINT_NAME = re.compile(r"[A-Za-z0-9_.\-]+")  # joint names name CSV columns (u_<name>, q_<name>, ...)
 
 _INERTIA_FIELDS = {
-    "mass": Field("float", required=True, check=non_negative),
-    "com": Field("vector", default=[0.0, 0.0, 0.0], length=3),
-    "inertia": Field("matrix", doc="3x3 about the centre of mass, body frame"),
-    "inertia_diag": Field("vector", length=3, doc="diagonal of the inertia about the centre of mass"),
+    "mass": Field("float", required=True, check=non_negative, unit="kg", doc="mass of the rigid body"),
+    "com": Field("vector", default=[0.0, 0.0, 0.0], length=3, unit="m",
+                 doc="centre of mass in the body's frame"),
+    "inertia": Field("matrix", unit="kg m^2",
+                     doc="3x3 inertia tensor about the centre of mass in the body's frame (symmetric, products of "
+                         "inertia included); or inertia_diag; default zero"),
+    "inertia_diag": Field("vector", length=3, unit="kg m^2",
+                          doc="diagonal of the inertia about the centre of mass (principal axes along the body "
+                              "frame), instead of inertia"),
 }
 # Drive-train data on the motor side (as on a data sheet), converted with gear_ratio i:
 # arm side = motor side x i^2 (stiffness, damping, viscous friction, inertia), Coulomb x |i|.
@@ -58,102 +63,177 @@ MOTOR_SIDE = {
     "viscous_friction_motor_side": ("viscous_friction", 2),
     "coulomb_friction_motor_side": ("coulomb_friction", 1),
 }
+_DRIVE_UNITS = {"stiffness": "N m/rad", "damping": "N m s/rad", "motor_inertia": "kg m^2",
+                "viscous_friction": "N m s/rad", "coulomb_friction": "N m"}  # per rad of the motor on its side
 JOINT_SCHEMA = {
-    "name": Field("str", required=True),
-    "kind": Field("str", required=True, choices=JOINT_KINDS),
-    "axis": Field("vector", length=3, doc="joint axis in the joint frame (one axis)"),
-    "axes": Field("matrix", doc="passive joints: 2-3 successive axes of a multi-axis elastic bearing"),
-    "origin": Field("vector", default=[0.0, 0.0, 0.0], length=3),
-    "rpy_deg": Field("vector", length=3, doc="joint frame in the parent frame: URDF roll, pitch, yaw (deg)"),
-    "rotation": Field("matrix", doc="joint frame in the parent frame: 3x3 rotation matrix (columns = joint axes)"),
+    "name": Field("str", required=True,
+                  doc="joint name: letters, digits, _, -, . (names the CSV columns u_<name>, q_<name>, ... and "
+                      "the dotted field names model.joints.<name>.<key>)"),
+    "kind": Field("str", required=True, choices=JOINT_KINDS,
+                  doc="elastic_gear: a motor with its own angle behind an elastic gear (needs stiffness and "
+                      "motor_inertia); direct: the torque acts on the joint itself; passive: a non-actuated "
+                      "spring-damper with rest angle 0"),
+    "axis": Field("vector", length=3, doc="rotation axis in the joint frame (normalised; one axis)"),
+    "axes": Field("matrix", doc="passive joints: 2-3 successive axes at one point, one row each (a multi-axis "
+                                "elastic bearing, expanded into joints <name>_1, <name>_2, ...), instead of axis"),
+    "origin": Field("vector", default=[0.0, 0.0, 0.0], length=3, unit="m",
+                    doc="joint position in the previous body's frame (the base frame for the first joint)"),
+    "rpy_deg": Field("vector", length=3, unit="deg",
+                     doc="joint frame in the previous body's frame: URDF roll, pitch, yaw, R = Rz(yaw) Ry(pitch) "
+                         "Rx(roll); default: not turned"),
+    "rotation": Field("matrix", doc="joint frame in the previous body's frame as a 3x3 rotation matrix (columns = "
+                                    "the joint frame's axes), instead of rpy_deg"),
     **_INERTIA_FIELDS,
-    "stiffness": Field("float", default=0.0, check=non_negative),
-    "stiffness_cubic": Field("float", default=0.0, check=non_negative),
-    "damping": Field("float", default=0.0, check=non_negative),
-    "stiffness_matrix": Field("matrix", doc="multi-axis bearing: K (N m/rad), one row per axis"),
-    "damping_matrix": Field("matrix", doc="multi-axis bearing: D (N m s/rad), one row per axis"),
-    "motor_inertia": Field("float", default=0.0, check=non_negative),
-    "viscous_friction": Field("float", default=0.0, check=non_negative),
-    "coulomb_friction": Field("float", default=0.0, check=non_negative),
+    "stiffness": Field("float", default=0.0, check=non_negative, unit="N m/rad",
+                       doc="gear stiffness (elastic_gear) or joint spring (passive), arm side: torque k d + "
+                           "stiffness_cubic d^3 + damping d' on the deflection d (motor angle - link angle; a "
+                           "passive joint's angle)"),
+    "stiffness_cubic": Field("float", default=0.0, check=non_negative, unit="N m/rad^3",
+                             doc="cubic term k3 of a hardening gear or joint spring"),
+    "damping": Field("float", default=0.0, check=non_negative, unit="N m s/rad",
+                     doc="gear damping (elastic_gear) or joint damper (passive), arm side"),
+    "stiffness_matrix": Field("matrix", unit="N m/rad",
+                              doc="multi-axis bearing (axes): symmetric positive definite K, one row per axis; "
+                                  "torque -K q - D q'"),
+    "damping_matrix": Field("matrix", unit="N m s/rad",
+                            doc="multi-axis bearing (axes): symmetric positive semi-definite D, one row per axis"),
+    "motor_inertia": Field("float", default=0.0, check=non_negative, unit="kg m^2",
+                           doc="rotor inertia on the arm side (rotor inertia x gear_ratio^2); an elastic_gear "
+                               "needs > 0, a direct drive adds it to the joint"),
+    "viscous_friction": Field("float", default=0.0, check=non_negative, unit="N m s/rad",
+                              doc="viscous friction of the motor bearing, arm side (on the motor speed; direct "
+                                  "drive: the joint speed)"),
+    "coulomb_friction": Field("float", default=0.0, check=non_negative, unit="N m",
+                              doc="Coulomb friction of the motor bearing, arm side, smoothed: fc tanh(speed / "
+                                  "1e-3 rad/s)"),
     "gear_ratio": Field("float", doc="motor angle / joint angle (signed); needed for motor-side data and "
-                                     "rotor_coupling = \"full\""),
-    **{k: Field("float", check=non_negative, doc=f"motor side; arm-side {a} = value x gear_ratio^{p}")
+                                     "rotor_coupling = \"full\"; default 1"),
+    **{k: Field("float", check=non_negative, unit=_DRIVE_UNITS[a],
+                doc=f"{a} on the motor side (data sheet), instead of {a}: arm side = value x "
+                    + ("|gear_ratio|" if p == 1 else f"gear_ratio^{p}"))
        for k, (a, p) in MOTOR_SIDE.items()},
-    "rotor_inertia_transverse": Field("float", default=0.0, check=non_negative,
-                                      doc="rotor inertia about a diameter (kg m^2), full rotor coupling"),
+    "rotor_inertia_transverse": Field("float", default=0.0, check=non_negative, unit="kg m^2",
+                                      doc="rotor inertia about a diameter, full rotor coupling"),
     "rotor_axis": Field("vector", length=3, doc="rotor axis in the preceding body's frame (default: joint axis)"),
-    "flexible": Field("table", default=None, schema=FLEXIBLE_SCHEMA, doc="the body is a flexible beam (assumed modes)"),
+    "flexible": Field("table", default=None, schema=FLEXIBLE_SCHEMA,
+                      doc="the body is a flexible beam (assumed modes), e.g. flexible = { modes = 2, EI = 1.0e5, "
+                          "length = 6.0, mass = 140.0 }"),
 }
 
 PAYLOAD_SCHEMA = dict(_INERTIA_FIELDS)
 
 MODEL_SCHEMA = {
-    "gravity": Field("vector", default=[0.0, 0.0, 0.0], length=3),
+    "gravity": Field("vector", default=[0.0, 0.0, 0.0], length=3, unit="m/s^2",
+                     doc="gravitational acceleration in the base frame, e.g. [0, 0, -9.81] with z up"),
     "outputs": Field("str_list", doc="controlled outputs: tool coordinates x, y, z, tool-frame angles yaw, "
-                                     "pitch, roll, and actuated joint names (link-side angles); default x, y, z"),
-    "tool_origin": Field("vector", required=True, length=3),
-    "tool_rpy_deg": Field("vector", length=3, doc="tool frame in the last body's frame: URDF roll, pitch, yaw"),
-    "constant_inertia": Field("matrix"),
+                                     "pitch, roll, and actuated joint names (link-side angles); as many as actuated "
+                                     "joints; default x, y, z"),
+    "tool_origin": Field("vector", required=True, length=3, unit="m", doc="tool point in the last body's frame"),
+    "tool_rpy_deg": Field("vector", length=3, unit="deg",
+                          doc="tool frame in the last body's frame: URDF roll, pitch, yaw"),
+    "constant_inertia": Field("matrix", unit="kg m^2",
+                              doc="a constant mass matrix (one row per joint) instead of the rigid-body dynamics: "
+                                  "no Coriolis, centripetal or gravity terms (Moberg & Hanssen's E1 simplified)"),
     "rotor_coupling": Field("str", default="reduced", choices=ROTOR_COUPLINGS,
                             doc="reduced: Spong's model; full: rotor gyroscopic coupling (motors on the "
                                 "preceding link)"),
     "payload": Field("table", default=None, schema=PAYLOAD_SCHEMA, doc="load fixed to the last body"),
-    "joints": Field("tables", required=True, schema=JOINT_SCHEMA),
+    "joints": Field("tables", required=True, schema=JOINT_SCHEMA,
+                    doc="the joints in chain order from the base, one [[model.joints]] entry each: the joint and "
+                        "the rigid body it moves (mass, com, inertia in the body's frame)"),
 }
 
 SOLVER_SCHEMA = {
-    "method": Field("str", default="auto", choices=METHODS),
-    "order": Field("int", default=6, check=lambda k: None if 1 <= k <= 6 else f"must be 1..6, got {k}"),
-    "step": Field("float", default=1e-3, check=positive),
-    "form": Field("str", default="I1", choices=BDF_FORMS),
-    "scaling_power": Field("float", default=None),
+    "method": Field("str", default="auto", choices=METHODS,
+                    doc="auto: the zero dynamics choose bdf (minimum phase) or the non-causal nlp, and a failed "
+                        "solve falls back to the next formulation; "
+                        "bdf: constant-step BDF on the inverse DAE; nlp: collocation NLP solved by IPOPT ([nlp]); "
+                        "hi, dd, km, dc: Moberg & Hanssen's solver family (dd: automatic dummy derivatives, any "
+                        "model); dd43..dd49: their hand-made E1 systems (CLI: --method)"),
+    "order": Field("int", default=6, check=lambda k: None if 1 <= k <= 6 else f"must be 1..6, got {k}",
+                   doc="BDF order k, 1..6 (CLI: --order)"),
+    "step": Field("float", default=1e-3, check=positive, unit="s",
+                  doc="BDF time step h (CLI: --step, which sets nlp.step too)"),
+    "form": Field("str", default="I1", choices=BDF_FORMS,
+                  doc="DAE form of method bdf: I3 the original DAE; I2 with the velocity constraint; I1 also with "
+                      "the acceleration constraint and dummy accelerations (CLI: --form)"),
+    "scaling_power": Field("float", default=None,
+                           doc="scale the constraint rows of the BDF Newton system by (1/h)^p; default 2 for I3, "
+                               "1 for I2, 0 for I1 (CLI: --scaling-power)"),
 }
 
 VERIFICATION_SCHEMA = {
-    "enabled": Field("bool", default=True),
-    "pd_bandwidth_hz": Field("float", default=5.0, check=positive),
-    "pd_damping_ratio": Field("float", default=1.0, check=positive),
-    "payload_scales": Field("vector", default=[0.5, 2.0], check=all_positive),
-    "rtol": Field("float", default=1e-9, check=positive),
+    "enabled": Field("bool", default=True, doc="simulate the plan on the flexible model (CLI: --no-verify)"),
+    "pd_bandwidth_hz": Field("float", default=5.0, check=positive, unit="Hz",
+                             doc="bandwidth f of the motor-side PD loop of the closed-loop cases: Kp = J (2 pi f)^2, "
+                                 "Kd = 2 zeta J 2 pi f with J the motor inertia (direct drive: the joint's inertia)"),
+    "pd_damping_ratio": Field("float", default=1.0, check=positive, doc="damping ratio zeta of that PD loop"),
+    "payload_scales": Field("vector", default=[0.5, 2.0], check=all_positive,
+                            doc="model-mismatch cases: the payload's (or else the last body's) mass and inertia "
+                                "times each factor; [] for none"),
+    "rtol": Field("float", default=1e-9, check=positive,
+                  doc="relative tolerance of the CVODES simulations (absolute: rtol / 100)"),
     "cases": Field("str", default="default", choices=("default", "full"),
                    doc="default: the plan open loop and with the motor PD; full: also the cubic-spline torques, "
-                       "rigid feedforward, PD only and the payload cases"),
+                       "rigid feedforward, PD only and the payload cases (CLI: --verify)"),
 }
 
 NLP_SCHEMA = {
-    "scheme": Field("str", default="radau", choices=nlp_settings.SCHEMES),
-    "degree": Field("int", default=3, check=lambda d: None if 1 <= d <= 9 else f"must be 1..9, got {d}"),
-    "step": Field("float", default=1e-3, check=positive, doc="collocation interval length h (s)"),
-    "objective": Field("str", default="smoothness", choices=nlp_settings.OBJECTIVES),
-    "torque_max": Field("vector", check=all_positive, doc="bound on |u| per motor (N m)"),
-    "torque_rate_max": Field("vector", check=all_positive, doc="bound on |du/dt| per motor (N m/s)"),
-    "tracking": Field("str", default="exact", choices=nlp_settings.TRACKING),
-    "band_mm": Field("float", default=1.0, check=positive, doc="tool band half-width / penalty error scale"),
-    "penalty_weight": Field("float", default=1e3, check=positive),
-    "pre_actuation_s": Field("float", default=0.0, check=non_negative),
-    "post_actuation_s": Field("float", default=0.0, check=non_negative),
-    "strategy": Field("str", default="auto", choices=nlp_settings.STRATEGIES),
-    "backend": Field("str", default="casadi", choices=nlp_settings.BACKENDS),
+    "scheme": Field("str", default="radau", choices=nlp_settings.SCHEMES,
+                    doc="collocation rule: radau (Radau IIA of the given degree) or euler (implicit Euler, order 1)"),
+    "degree": Field("int", default=3, check=lambda d: None if 1 <= d <= 9 else f"must be 1..9, got {d}",
+                    doc="collocation points per interval, 1..9 (Radau IIA of degree d has order 2d - 1)"),
+    "step": Field("float", default=1e-3, check=positive, unit="s", doc="collocation interval length h (CLI: --step)"),
+    "objective": Field("str", default="smoothness", choices=nlp_settings.OBJECTIVES,
+                       doc="smoothness: integral of (du/dt)^2; effort: integral of (u - u at rest)^2; tracking "
+                           "(band or penalty tracking only): the tool error alone"),
+    "torque_max": Field("vector", check=all_positive, unit="N m",
+                        doc="bound on |u| per motor, one value per actuated joint in chain order"),
+    "torque_rate_max": Field("vector", check=all_positive, unit="N m/s",
+                             doc="bound on |du/dt| per motor, one value per actuated joint"),
+    "tracking": Field("str", default="exact", choices=nlp_settings.TRACKING,
+                      doc="exact: the path as an equality constraint; band: the tool error within band_mm; "
+                          "penalty: the weighted tool error in the objective"),
+    "band_mm": Field("float", default=1.0, check=positive, unit="mm",
+                     doc="tool band half-width / penalty error scale"),
+    "penalty_weight": Field("float", default=1e3, check=positive,
+                            doc="weight of the penalty on (tool error / band_mm)^2 against the objective"),
+    "pre_actuation_s": Field("float", default=0.0, check=non_negative, unit="s",
+                             doc="time before the motion in which the torques may act (non-causal inversion); 0 "
+                                 "with strategy noncausal: 10 time constants of the worst unstable zero, 0.05..3 s"),
+    "post_actuation_s": Field("float", default=0.0, check=non_negative, unit="s",
+                              doc="time after the motion in which the torques may act, as pre_actuation_s"),
+    "strategy": Field("str", default="auto", choices=nlp_settings.STRATEGIES,
+                      doc="causal: from rest at the start; noncausal: stable inversion with pre- and "
+                          "post-actuation; auto: causal if the zero dynamics are stable along the path"),
+    "backend": Field("str", default="casadi", choices=nlp_settings.BACKENDS,
+                     doc="casadi: CasADi's IPOPT; cyipopt: IPOPT through cyipopt with interval-wise derivatives; "
+                         "pyomo: a Pyomo model; auto: Newton for a square NLP, else cyipopt (CLI: --backend)"),
     "square_by_newton": Field("bool", default=True,
                               doc="casadi/auto backends: solve a square NLP (causal exact tracking, no bounds) "
                                   "by Newton + sparse LU instead of IPOPT"),
-    "warm_start": Field("str", default="bdf", choices=nlp_settings.WARM_STARTS),
-    "tol": Field("float", default=1e-8, check=positive),
+    "warm_start": Field("str", default="bdf", choices=nlp_settings.WARM_STARTS,
+                        doc="start point: the BDF solution (bdf) or rest (none) (CLI: --warm-start)"),
+    "tol": Field("float", default=1e-8, check=positive,
+                 doc="IPOPT's convergence tolerance tol (constraint violation: 1e-3 tol)"),
     "max_iter": Field("int", default=nlp_settings.MAX_ITER, check=lambda n: None if n > 0 else f"must be > 0, got {n}",
                       doc="iteration limit of the NLP solve (CLI: --max-iter)"),
-    "max_wall_time_s": Field("float", default=nlp_settings.MAX_WALL_TIME_S, check=positive,
-                             doc="wall-time limit of the NLP solve in s: transcription, set-up, iterations "
+    "max_wall_time_s": Field("float", default=nlp_settings.MAX_WALL_TIME_S, check=positive, unit="s",
+                             doc="wall-time limit of the NLP solve: transcription, set-up, iterations "
                                  "(CLI: --max-time)"),
 }
 
 TOP_SCHEMA = {
-    "name": Field("str", required=True),
-    "description": Field("str", default=""),
-    "model": Field("table", required=True, schema=MODEL_SCHEMA),
-    "reference": Field("raw_table", required=True, doc="the path; schema per kind in ffopt.io.reference_spec"),
-    "solver": Field("table", default=None, schema=SOLVER_SCHEMA),
-    "verification": Field("table", default=None, schema=VERIFICATION_SCHEMA),
-    "nlp": Field("table", default=None, schema=NLP_SCHEMA),
+    "name": Field("str", required=True, doc="short name of the problem (plots, summary.json)"),
+    "description": Field("str", default="", doc="what the problem is, in a line (summary.json, report)"),
+    "model": Field("table", required=True, schema=MODEL_SCHEMA, doc="the robot"),
+    "reference": Field("raw_table", required=True,
+                           doc="the path the outputs follow; its kind selects its keys"),
+    "solver": Field("table", default=None, schema=SOLVER_SCHEMA,
+                    doc="solver settings (command-line options override them)"),
+    "verification": Field("table", default=None, schema=VERIFICATION_SCHEMA,
+                          doc="forward simulation of the plan (open loop, motor PD loop, baselines, mismatch)"),
+    "nlp": Field("table", default=None, schema=NLP_SCHEMA, doc="the collocation NLP (method nlp)"),
 }
 
 

@@ -48,51 +48,73 @@ KINDS = ("line", "polyline", "arc", "joint_ptp")
 ANGLE_MARGIN = math.radians(1.0)
 
 _COMMON = {
-    "kind": Field("str", required=True, choices=KINDS),
+    "kind": Field("str", required=True, choices=KINDS, doc="the kind of path; each kind has its own keys"),
     "time_law": Field("str", default="poly11", choices=tuple(TIME_LAWS),
-                      doc="rest-to-rest time law s(tau) of every move"),
-    "rest_before": Field("float", default=0.05, check=non_negative, doc="rest before the motion (s)"),
-    "rest_after": Field("float", default=0.3, check=non_negative, doc="rest after the motion (s)"),
-    "joint_guess": Field("vector", doc="link-side joint angles (rad) near the start (picks the IK branch)"),
+                      doc="rest-to-rest time law s(tau) of every move: polynomials with 2 (quintic) to 9 (poly19) "
+                          "zero derivatives at the rests (poly11: 5), or cinf (all zero)"),
+    "rest_before": Field("float", default=0.05, check=non_negative, unit="s", doc="rest before the motion (s)"),
+    "rest_after": Field("float", default=0.3, check=non_negative, unit="s", doc="rest after the motion (s)"),
+    "joint_guess": Field("vector", unit="rad",
+                         doc="link-side joint angles (rad) near the start, one per joint in chain order (picks "
+                             "the IK branch)"),
 }
 _TIMING = {
-    "duration": Field("float", check=positive, doc="motion time (s)"),
-    "speed_mm_s": Field("float", check=positive, doc="peak tool speed (mm/s), instead of duration"),
+    "duration": Field("float", check=positive, unit="s", doc="motion time (s)"),
+    "speed_mm_s": Field("float", check=positive, unit="mm/s", doc="peak tool speed (mm/s), instead of duration"),
 }
 _ORIENTATION = {
-    "orientation_start_deg": Field("vector", doc="yaw/pitch/roll outputs at the start (deg)"),
-    "orientation_end_deg": Field("vector", doc="yaw/pitch/roll outputs at the end (deg)"),
+    "orientation_start_deg": Field("vector", unit="deg", doc="yaw/pitch/roll outputs at the start (deg)"),
+    "orientation_end_deg": Field("vector", unit="deg", doc="yaw/pitch/roll outputs at the end (deg)"),
 }
 SCHEMAS: dict[str, dict[str, Field]] = {
     "line": {**_COMMON, **_TIMING, **_ORIENTATION,
-             "start_mm": Field("vector", required=True, doc="tool position outputs at the start (mm)"),
-             "end_mm": Field("vector", required=True, doc="tool position outputs at the end (mm)")},
+             "start_mm": Field("vector", required=True, unit="mm", doc="tool position outputs at the start (mm)"),
+             "end_mm": Field("vector", required=True, unit="mm", doc="tool position outputs at the end (mm)")},
     "polyline": {**_COMMON,
-                 "points_mm": Field("matrix", required=True, doc="start, via points and end (mm), one row each"),
-                 "durations": Field("number_or_vector", doc="time of each segment (s), or one for all"),
-                 "speed_mm_s": Field("float", check=positive, doc="peak tool speed on each segment (mm/s)"),
-                 "blend": Field("number_or_vector", default=0.0,
+                 "points_mm": Field("matrix", required=True, unit="mm",
+                                    doc="start, via points and end (mm), one row each"),
+                 "durations": Field("number_or_vector", unit="s", doc="time of each segment (s), or one for all"),
+                 "speed_mm_s": Field("float", check=positive, unit="mm/s",
+                                     doc="peak tool speed on each segment (mm/s), instead of durations"),
+                 "blend": Field("number_or_vector", default=0.0, unit="s",
                                 doc="overlap of consecutive segments at each via point (s); 0 stops there"),
-                 "orientations_deg": Field("matrix", doc="yaw/pitch/roll outputs at each point (deg)")},
+                 "orientations_deg": Field("matrix", unit="deg", doc="yaw/pitch/roll outputs at each point (deg)")},
     "arc": {**_COMMON, **_TIMING, **_ORIENTATION,
-            "start_mm": Field("vector", required=True, doc="tool position at the start (mm)"),
-            "center_mm": Field("vector", doc="centre of the circle (mm), with angle_deg"),
-            "angle_deg": Field("float", doc="signed angle swept about the normal (deg)"),
+            "start_mm": Field("vector", required=True, unit="mm", doc="tool position at the start (mm)"),
+            "center_mm": Field("vector", unit="mm", doc="centre of the circle (mm), with angle_deg"),
+            "angle_deg": Field("float", unit="deg", doc="signed angle swept about the normal (deg)"),
             "normal": Field("vector", length=3, doc="normal of the arc's plane (3-D arcs with center_mm)"),
-            "via_mm": Field("vector", doc="a point on the arc between start and end (mm), with end_mm"),
-            "end_mm": Field("vector", doc="end of the three-point arc (mm)")},
+            "via_mm": Field("vector", unit="mm", doc="a point on the arc between start and end (mm), with end_mm"),
+            "end_mm": Field("vector", unit="mm", doc="end of the three-point arc (mm)")},
     "joint_ptp": {**_COMMON,
-                  "q_start_deg": Field("vector", doc="actuated link-side joint angles at the start (deg)"),
-                  "q_start_rad": Field("vector", doc="... or in rad"),
-                  "q_end_deg": Field("vector", doc="actuated link-side joint angles at the end (deg)"),
-                  "q_end_rad": Field("vector", doc="... or in rad"),
-                  "duration": Field("number_or_vector", doc="motion time (s), or one per actuated joint"),
-                  "speed_max_deg_s": Field("number_or_vector", doc="joint speed limits (deg/s), instead of duration"),
-                  "speed_max_rad_s": Field("number_or_vector", doc="... or in rad/s"),
-                  "acceleration_max_deg_s2": Field("number_or_vector", doc="joint acceleration limits (deg/s^2)"),
-                  "acceleration_max_rad_s2": Field("number_or_vector", doc="... or in rad/s^2"),
+                  "q_start_deg": Field("vector", unit="deg",
+                                       doc="actuated link-side joint angles at the start (deg)"),
+                  "q_start_rad": Field("vector", unit="rad", doc="q_start_deg in rad, instead of it"),
+                  "q_end_deg": Field("vector", unit="deg", doc="actuated link-side joint angles at the end (deg)"),
+                  "q_end_rad": Field("vector", unit="rad", doc="q_end_deg in rad, instead of it"),
+                  "duration": Field("number_or_vector", unit="s",
+                                    doc="motion time (s), or one per actuated joint"),
+                  "speed_max_deg_s": Field("number_or_vector", unit="deg/s",
+                                           doc="joint speed limits (deg/s), one or one per joint, instead of duration"),
+                  "speed_max_rad_s": Field("number_or_vector", unit="rad/s", doc="speed_max_deg_s in rad/s"),
+                  "acceleration_max_deg_s2": Field("number_or_vector", unit="deg/s^2",
+                                                   doc="joint acceleration limits (deg/s^2), with speed_max_deg_s"),
+                  "acceleration_max_rad_s2": Field("number_or_vector", unit="rad/s^2",
+                                                   doc="acceleration_max_deg_s2 in rad/s^2"),
                   "synchronized": Field("bool", default=True,
                                         doc="every joint takes the longest joint's time (else each its own)")},
+}
+
+# What each kind draws (``ffopt schema`` prints it with the kind's keys; tests require one per kind).
+KIND_DOCS = {
+    "line": "straight tool line start_mm -> end_mm; tool angle outputs move orientation_start_deg -> "
+            "orientation_end_deg by the same time law",
+    "polyline": "through via points: overlapping rest-to-rest moves p(t) = P0 + sum_i (P_i+1 - P_i) s((t - t_i) / "
+                "T_i); blend seconds of overlap round each corner, 0 stops at the via point",
+    "arc": "circular arc, its angle driven by the time law: start_mm + center_mm + angle_deg (+ normal in 3-D), or "
+           "three points start_mm, via_mm, end_mm",
+    "joint_ptp": "joint-space point-to-point move of the actuated joints (link side), mapped through the rigid "
+                 "kinematics (passive joints at rest) to model.outputs, which may name the joints",
 }
 
 

@@ -21,7 +21,8 @@ class Field:
     check: Callable[[Any], str | None] | None = None  # returns an error text or None
     choices: tuple[str, ...] | None = None
     schema: dict | None = None  # for table / tables
-    doc: str = ""
+    doc: str = ""  # what the key means (``ffopt schema`` prints it; tests require one for every key)
+    unit: str = ""  # SI unit of the value ("" for a pure number or a name); mm/deg only where the key says so
 
 
 def positive(x):

@@ -187,3 +187,16 @@ def test_bad_arguments(kwargs, msg):
     args.update(kwargs)
     with pytest.raises(ValueError, match=msg):
         solve_bdf(**args)
+
+
+@pytest.mark.parametrize("compile", [True, False])
+def test_a_step_whose_newton_matrix_turns_singular_is_named_in_both_engines(compile, tmp_path):
+    """A (x' + x) = 0 until t = 0.3, then F = 1 with a dense, all-zero Newton matrix. In CasADi's
+    virtual machine the sparse QR then raises inside the one mapaccum call, which used to leave the
+    diagnostics uninitialised (the error named step 1 with |F| ~ 1e-322); both engines must name the
+    first step after t = 0.3."""
+    t, x, xd = ca.SX.sym("t"), ca.SX.sym("x", 2), ca.SX.sym("xd", 2)
+    A = ca.DM([[1.0, 0.5], [0.5, 1.0]])
+    F = ca.Function("F", [t, x, xd], [ca.if_else(t < 0.3, A @ (xd + x), ca.DM.ones(2) + 0 * (A @ x))])
+    with pytest.raises(SolverError, match=r"at t = 0\.3 \(step 30 of 50, h = 0\.01, 21 failed steps\)"):
+        solve_bdf(F, [1.0, 1.0], 0.0, 0.01, 50, 2, compile=compile, cache_dir=tmp_path)

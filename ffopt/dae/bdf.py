@@ -120,20 +120,45 @@ class _BdfFunctions:
         return self.marches[n_steps]
 
 
-def _call_into_numpy(f: ca.Function, *args) -> list[np.ndarray]:
+def _call_into_numpy(f: ca.Function, *args, status: list | None = None) -> list[np.ndarray]:
     """Evaluate ``f`` on NumPy arrays into NumPy arrays (dense, column-major) without DM copies.
 
     Converting a large DM result to NumPy costs more than the BDF loop itself (~1.5 ms for E12).
+    A failed evaluation (e.g. a singular Newton matrix in CasADi's virtual machine) leaves NaN
+    outputs and, with ``status`` given, appends CasADi's nonzero return code to it.
     """
     ins = [np.ascontiguousarray(np.asarray(a, dtype=float).T).ravel() for a in args]
-    outs = [np.empty(f.nnz_out(i)) for i in range(f.n_out())]
+    outs = [np.full(f.nnz_out(i), np.nan) for i in range(f.n_out())]
     buf, evaluate = f.buffer()
     for i, a in enumerate(ins):
         buf.set_arg(i, memoryview(a))
     for i, r in enumerate(outs):
         buf.set_res(i, memoryview(r))
     evaluate()
+    if buf.ret() != 0:
+        for r in outs:
+            r[:] = np.nan
+        if status is not None:
+            status.append(buf.ret())
     return outs
+
+
+def _march_in_vm(funcs: "_BdfFunctions", start, t, c, r, n_diag) -> np.ndarray:
+    """The stepping loop in CasADi's virtual machine: one mapaccum call; if that call fails (a step's
+    evaluation raised), step by step up to the failing step, whose row and the rest stay NaN (not
+    converged), so the failure is named where it happened."""
+    status: list = []
+    _, out = _call_into_numpy(funcs.march(t.size), start, t[None, :], c, r.T, status=status)
+    if not status:
+        return out
+    diag = np.full((t.size, n_diag), np.nan)
+    hist = np.asarray(start, float)
+    for i in range(t.size):
+        step_status: list = []
+        hist, diag[i] = _call_into_numpy(funcs.step, hist, [t[i]], c, r[i], status=step_status)
+        if step_status:
+            break
+    return diag.ravel()
 
 
 def solve_bdf(
@@ -189,14 +214,14 @@ def solve_bdf(
     if funcs.driver is not None:
         out = _march_in_c(funcs.driver, start, t[1:], c, r[1:], n_diag)
     else:
-        _, out = _call_into_numpy(funcs.march(n_steps), start, t[1:][None, :], c, r[1:].T)
+        out = _march_in_vm(funcs, start, t[1:], c, r[1:], n_diag)
     out = out.reshape(n_steps, n_diag)  # column-major diagnostics: row i = step i+1
     x = np.vstack([x0, out[:, :n]])
     res0, xdot0, extra0 = _call_into_numpy(funcs.post, x0, [t[0]], hist0.ravel(), c, r[0])
     res = np.vstack([res0, out[:, n:2 * n]])
     xdot = np.vstack([xdot0, out[:, 2 * n:3 * n]])
     converged = _converged(res * scale, x, out[:, 3 * n])
-    iterations = np.concatenate([[0], out[:, 3 * n + 1]]).astype(int)
+    iterations = np.concatenate([[0], np.nan_to_num(out[:, 3 * n + 1], nan=-1.0)]).astype(int)  # -1: step failed
     t_solve, cpu = time.perf_counter() - tic, time.process_time() - cpu
 
     result = BdfResult(
@@ -621,8 +646,10 @@ def _march_in_c(driver, start, t, c, r, n_diag) -> np.ndarray:
     hist = np.empty(arrays[0].size)
     diag = np.empty((t.size, n_diag))
     flag = driver(*(a.ctypes.data_as(ptr) for a in arrays), t.size, hist.ctypes.data_as(ptr), diag.ctypes.data_as(ptr))
-    if flag != 0:
-        raise RuntimeError(f"the compiled BDF step failed ({'out of memory' if flag < 0 else f'step {flag}'})")
+    if flag < 0:
+        raise MemoryError("the compiled BDF stepping loop could not allocate its work arrays")
+    if flag > 0:  # step `flag` failed to evaluate: it and the steps after it did not converge
+        diag[flag - 1:] = np.nan
     return diag
 
 

@@ -30,6 +30,11 @@ ZERO_DYNAMICS_POINTS = 21
 # passive joint without damping: zeros at +-j omega up to roundoff) keep the causal inverse
 # bounded, so they go to BDF rather than to a non-causal NLP with an unbounded pre-actuation.
 UNSTABLE_RTOL = 1e-8
+# Unstable zeros faster than this many per step (Re z h > UNRESOLVED_PER_STEP) act within a tenth
+# of a step: no grid of that step can represent the pre-actuation they ask for (~10 / Re z), and
+# BDF damps such modes (|h lambda| far outside its instability region), so they do not decide the
+# method (e.g. +3e5 rad/s from full rotor coupling on a passive-joint arm at h = 1 ms).
+UNRESOLVED_PER_STEP = 10.0
 BDF_FORMS = ("I1", "I2", "I3")  # lowest index first
 MAX_REASON_CHARS = 200
 
@@ -89,11 +94,19 @@ def _analyse(problem) -> tuple[dict, bool | None]:
     except (FfoptError, np.linalg.LinAlgError, ArithmeticError, RuntimeError, ValueError) as err:
         return {"error": first_sentence(err), "time_s": time.perf_counter() - tic}, None
     z = zd.worst_zero
-    unstable = bool(np.isfinite(z.real) and z.real > UNSTABLE_RTOL * max(1.0, abs(z)))
-    info = {"minimum_phase": not unstable, "summary": zd.summary(), "n_points": len(zd.times),
+    step = problem.solver.step
+    unstable = zd.unstable_zeros(UNSTABLE_RTOL)
+    resolved = [(u, t) for u, t in unstable if u.real * step <= UNRESOLVED_PER_STEP]
+    info = {"minimum_phase": not resolved, "summary": zd.summary(), "n_points": len(zd.times),
             "worst_zero": [float(z.real), float(z.imag)], "worst_time_s": float(zd.worst_time),
             "time_s": time.perf_counter() - tic}
-    return info, not unstable
+    if unstable and not resolved:
+        fastest = max(unstable, key=lambda ut: ut[0].real)[0]
+        slowest = min(unstable, key=lambda ut: ut[0].real)[0]
+        info["unresolved_unstable_zeros"] = (f"unstable zeros only above {UNRESOLVED_PER_STEP:g} / h = "
+                                             f"{UNRESOLVED_PER_STEP / step:.3g} 1/s ({slowest.real:.3g} .. "
+                                             f"{fastest.real:.3g} 1/s): they act within a tenth of a step")
+    return info, not resolved
 
 
 def _reason(analysis: dict, minimum_phase: bool | None) -> str:
@@ -105,6 +118,8 @@ def _reason(analysis: dict, minimum_phase: bool | None) -> str:
     where = f"worst zero {z.real:.4g}{z.imag:+.4g}j rad/s at t = {analysis['worst_time_s']:.3g} s"
     if not minimum_phase:
         return f"non-minimum phase ({where})"
+    if "unresolved_unstable_zeros" in analysis:
+        return f"minimum phase on this grid ({analysis['unresolved_unstable_zeros']})"
     return f"minimum phase ({where})" if z.real < 0 else f"marginally minimum phase, undamped zero dynamics ({where})"
 
 

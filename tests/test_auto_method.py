@@ -165,3 +165,25 @@ def _toml(data: dict) -> str:
     import tomlkit
 
     return tomlkit.dumps(data)
+
+
+@pytest.mark.parametrize("zero, minimum_phase", [(3.0e5, True), (50.0, False), (-50.0, True)])
+def test_unstable_zeros_beyond_the_grid_do_not_decide_the_method(monkeypatch, zero, minimum_phase):
+    """An unstable zero at +3e5 1/s asks for ~30 us of pre-actuation, which a 1 ms grid cannot hold
+    (and BDF damps it): the arm counts as minimum phase on this grid, and the reason says why; a zero
+    at +50 1/s is resolved and sends the plan non-causal."""
+    from ffopt import auto_method
+    from ffopt.analysis import linear
+
+    times = np.array([0.0, 0.5])
+    report = linear.ZeroDynamicsReport(zero < 0, complex(zero, 0.0), 0.5, times,
+                                       [np.array([-20.0 + 5j, -20.0 - 5j]), np.array([zero, -20.0])], -zero)
+    monkeypatch.setattr(linear, "zero_dynamics", lambda *a, **k: report)
+    problem = problem_from_dict(_two_link_elastic_arm())
+    info, verdict = auto_method._analyse(problem)
+    assert verdict is minimum_phase
+    reason = auto_method._reason(info, verdict)
+    if zero == 3.0e5:
+        assert reason.startswith("minimum phase on this grid (unstable zeros only above 10 / h = 1e+04 1/s")
+    elif zero > 0:
+        assert reason.startswith("non-minimum phase (worst zero 50+0j rad/s")

@@ -207,6 +207,12 @@ class ZeroDynamicsReport:
     operating_point: str = OPERATING_POINT
     cross_check_error: float = 0.0  # QZ zeros vs normal-form zero dynamics (relative)
 
+    def unstable_zeros(self, rtol: float = 1e-8) -> list[tuple[complex, float]]:
+        """(zero, path time) of every zero with Re z > rtol max(1, |z|) (roundoff on undamped zeros
+        is not instability), over the whole path."""
+        return [(complex(z), float(t)) for t, zs in zip(self.times, self.zeros) for z in zs
+                if np.isfinite(z) and z.real > rtol * max(1.0, abs(z))]
+
     def summary(self) -> str:
         verdict = "minimum phase" if self.minimum_phase else "NON-MINIMUM PHASE"
         n = len(self.zeros[0]) if self.zeros else 0

@@ -23,16 +23,12 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _two_link_elastic_arm() -> dict:
-    """A planar 2-link arm with elastic gears in both joints and light damping (issue 14's first arm)."""
-    def joint(name, origin, mass, com, inertia, k, d, jm):
-        return dict(name=name, kind="elastic_gear", axis=[0, 1, 0], origin=origin, mass=mass, com=[com, 0, 0],
-                    inertia_diag=[inertia] * 3, stiffness=k, damping=d, motor_inertia=jm)
-    return dict(name="two-link elastic arm", model=dict(
-        gravity=[0, 0, -9.81], outputs=["x", "z"], tool_origin=[0.679, 0, 0],
-        joints=[joint("j1", [0, 0, 0], 6.69, 0.452, 0.456, 372.2, 1.028, 0.3455),
-                joint("j2", [0.904, 0, 0], 9.03, 0.340, 0.347, 646.7, 0.874, 0.0910)]),
-        reference=dict(kind="line", start_mm=[-105.7, -1011.5], end_mm=[-277.0, -858.2], duration=0.767,
-                       joint_guess=[0.962, 1.771]))
+    """problems/two_link_elastic.toml: a planar 2-link arm, elastic gears in both joints, light damping
+    (issue 14's first arm: BDF-6 on form I1 used to stop with NaN in its final rest)."""
+    import tomllib
+    from pathlib import Path
+
+    return tomllib.loads((Path(__file__).resolve().parents[1] / "problems" / "two_link_elastic.toml").read_text())
 
 
 def _e1_nmp_default() -> dict:

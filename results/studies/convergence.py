@@ -17,7 +17,6 @@
 from __future__ import annotations
 
 import datetime
-import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -30,13 +29,11 @@ from ffopt.dae.equilibrium import static_equilibrium
 from ffopt.dae.forms import build_inverse_dae, choose_dummy_set
 from ffopt.dae.inverse import solve_inverse_bdf, trajectory_from_states
 from ffopt.dae.seed_variants import solve_inverse_variant
-from ffopt.io.problem import load_problem, problem_from_dict
+from ffopt.io.problem import load_problem
 from ffopt.plan import plan
 from ffopt.reference.time_laws import TIME_LAWS, TimeLaw
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests"))
-from test_inverse import _two_link_elastic_arm  # noqa: E402  (the arm of the issue, defined once)
 
 OUT = ROOT / "results" / "convergence.md"
 LINK_STEPS = (4e-3, 2e-3, 1e-3, 5e-4, 2.5e-4, 1.25e-4)
@@ -284,7 +281,7 @@ def section_e12() -> tuple[list[str], list[str]]:
 # ---------------------------------------------------------------------------- 3. which law by default
 def section_default_law() -> list[str]:
     problems = {"E12 (`problems/e12_line.toml`)": load_problem(ROOT / "problems" / "e12_line.toml"),
-                "planar 2-link elastic arm (`tests/test_inverse.py`)": problem_from_dict(_two_link_elastic_arm())}
+                "planar 2-link elastic arm (`problems/two_link_elastic.toml`)": load_problem(ROOT / "problems" / "two_link_elastic.toml")}
     lines = ["BDF-6, form I1 (the defaults). Error of u against BDF-6 at 1/16 ms with the same law; verified "
              "tool error (max over the run) of the plant simulation (`ffopt.sim.verify`).\n",
              "| problem | law | peak u [N m] | h [ms] | rel. error of u | feedforward + PD [mm] | "

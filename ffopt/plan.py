@@ -27,6 +27,9 @@ class PlanResult:
     method_choice: dict = field(default_factory=dict)  # requested, chosen, reason, attempts (method auto)
 
     def summary(self) -> dict:
+        tr = self.trajectory
+        drives = {} if not tr.electric else {"peak_voltage_V": np.abs(tr.u).max(axis=0).tolist(),
+                                             "peak_current_A": np.abs(tr.current).max(axis=0).tolist()}
         return {
             "problem": {"name": self.problem.name, "source": self.problem.source,
                         "description": self.problem.description,
@@ -37,7 +40,8 @@ class PlanResult:
             "settings": self.settings,
             "solver": self.trajectory.stats,
             "wall_time_s": self.timings,
-            "peak_torque_Nm": np.abs(self.trajectory.u).max(axis=0).tolist(),
+            "peak_torque_Nm": np.abs(tr.torques).max(axis=0).tolist(),
+            **drives,
             "verification": None if self.verification is None else self.verification.to_dict(),
             "versions": versions(),
         }

@@ -213,9 +213,11 @@ def _solve(problem: Problem, say, compile: bool, hint: bool = True):
         from ffopt.dae.inverse import solve_inverse_bdf
 
         say(f"solving the inverse dynamics: BDF-{s.order}, h = {s.step * 1e3:g} ms, form {s.form}")
-        if s.form == "I3" and s.step < 5e-4:
+        i3_min_step = 5e-4 if model.drives is None else 2e-3  # electrics raise the index by one
+        if s.form == "I3" and s.step < i3_min_step:
             # roundoff in u grows like eps / h^index on the original form (results/conditioning.md)
-            say(f"warning: form I3 with h = {s.step * 1e3:g} ms < 0.5 ms amplifies roundoff in u; use form I1")
+            say(f"warning: form I3 with h = {s.step * 1e3:g} ms < {i3_min_step * 1e3:g} ms amplifies roundoff in "
+                "u; use form I1")
         try:
             traj = solve_inverse_bdf(model, reference, s.order, s.step, s.form, s.scaling_power, guess, compile)
         except SolverError as err:

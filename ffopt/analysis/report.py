@@ -53,8 +53,19 @@ class AnalysisReport:
                 if np.max(fr.n_unstable[c]) else ""
             lines.append(f"    {_CONDITION_TEXT[c]:<30s} lowest {np.nanmin(low):.3f} .. {np.nanmax(low):.3f} Hz "
                          f"(damped {fr.minimum(c, damped=True):.3f} Hz){extra}")
+            lines.append(f"    {'':30s} modes along the path: {mode_ranges(fr.all_undamped_hz[c])}")
         lines.append(f"  zero dynamics: {self.zero_dynamics.summary()}")
         return "\n".join(lines)
+
+
+def mode_ranges(per_point: list, n_modes: int = 4) -> str:
+    """'11.0 .. 11.2 (mean 11.1), ...' Hz: each undamped mode's range and mean over the path points."""
+    n = min(n_modes, min((len(f) for f in per_point), default=0))
+    if n == 0:
+        return "none"
+    f = np.array([np.asarray(p)[:n] for p in per_point])
+    return ", ".join(f"{lo:.2f} .. {hi:.2f} (mean {m:.2f})" for lo, hi, m in zip(f.min(0), f.max(0), f.mean(0))) + \
+        " Hz"
 
 
 _CONDITION_TEXT = {"clamped": "motors clamped:", "free": "motors free (u = 0):", "pd": "motor PD loop:"}

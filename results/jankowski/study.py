@@ -54,13 +54,15 @@ def main():
              "prediction to t_(n+1) + H/2, voltage held over [t_(n+1), t_(n+2)], measured plant state fed back "
              "every sample; plant: ffopt's forward model with the electrics (CVODES, rtol 1e-10). "
              "Max end-effector error over the whole run (10 output points per sample).", "",
-             "| h | paper: max error [mm] | ffopt nominal [mm] | ratio | Newton iterations per step (max / mean) "
-             "| mismatched plant [mm] (K -20 %, payload +10 %) | Newton (max) |",
-             "|---|---|---|---|---|---|---|"]
+             "| h | paper: max error [mm] | ffopt nominal [mm] | ratio | ffopt, first 0.3 s [mm] "
+             "| Newton iterations per step (max / mean) | mismatched plant [mm] (K -20 %, payload +10 %) "
+             "| Newton (max) |",
+             "|---|---|---|---|---|---|---|---|"]
     for m in (2, 4, 6):
         r, rm = runs[("nominal", m)], runs[("mismatch", m)]
         paper = PAPER_MAX_ERROR_MM[m]
-        lines.append(f"| H/{m} | {paper} | {r.max_error_mm:.4f} | {r.max_error_mm / paper:.1f} | "
+        early = r.tool_error_mm[r.t <= 0.3].max()
+        lines.append(f"| H/{m} | {paper} | {r.max_error_mm:.4f} | {r.max_error_mm / paper:.1f} | {early:.4f} | "
                      f"{r.newton_iterations.max()} / {r.newton_iterations.mean():.2f} | {rm.max_error_mm:.4f} | "
                      f"{rm.newton_iterations.max()} |")
     lines += ["", "Sampling period (h = H/4): " + ", ".join(
@@ -70,6 +72,17 @@ def main():
         f"{np.abs(runs[('nominal', 4)].current).max():.2f} A (h = H/4). Wall time of a whole run "
         f"(controller + plant, Python): " + ", ".join(f"H/{m} {runs[('nominal', m)].stats['wall_time_s']:.2f} s"
                                                       for m in (2, 4, 6)) + ".", "",
+        "What this shows. The error does not fall with h over the whole move here: it is dominated by the held "
+        "voltage, not by the backward-Euler step (it falls like H^2: 0.86, 0.17, 0.04 mm for H = 10, 5, 2 ms), and "
+        "it peaks near the top speed (t = 0.41-0.45 s). In the acceleration phase (first 0.3 s) it falls with h as in "
+        "the paper (0.54, 0.43, 0.39 mm). The paper's errors are 9-31x smaller: its arm, motors and move time are "
+        "not published; this parameter set (electrical time constant 2.5 ms, move of 1 s) leaves the sampling "
+        "error above the step error. The 1.5-step-ahead prediction matters as the paper says (h = H/4: 15.5 mm "
+        "predicting to t_(n+1), 0.86 mm to t_(n+1) + H/2, 10.2 mm to t_(n+2)). Mismatched plant: the controller "
+        "computes the start accelerations a_n from the measured gear deflection with its own stiffness (the paper's "
+        "measurement set q, v, phi, omega, T), so a 20 % softer gear reads as a 25 % larger spring torque and, with "
+        "no integral action, the error settles at an offset (stiffness -20 % alone: 39.7 mm max, 26.7 mm at the "
+        "end; payload +10 % alone: 3.1 mm max).", "",
         "![tool error](jankowski/tool_error.png)", "", "![voltages](jankowski/voltages.png)", ""]
     (ROOT / "results" / "jankowski.md").write_text("\n".join(lines))
 

@@ -132,8 +132,9 @@ def _chain(problem, minimum_phase: bool | None) -> list:
     forms = [s.form] + [f for f in BDF_FORMS if f != s.form]
     chain = [(problem.with_solver(method="bdf", form=f), f"BDF-{s.order}, h = {s.step * 1e3:g} ms, form {f}")
              for f in forms]
-    chain.append((problem.with_solver(method="dd"),
-                  f"BDF-{s.order}, h = {s.step * 1e3:g} ms, automatic dummy derivatives (dd)"))
+    if problem.model.drives is None:  # dd does not model DC-motor electrics
+        chain.append((problem.with_solver(method="dd"),
+                      f"BDF-{s.order}, h = {s.step * 1e3:g} ms, automatic dummy derivatives (dd)"))
     nlp = problem.with_solver(method="nlp").with_nlp(strategy="auto")
     chain.append((nlp, _nlp_label(nlp, "strategy from the zero dynamics")))
     return chain

@@ -27,6 +27,9 @@ class PlanResult:
     method_choice: dict = field(default_factory=dict)  # requested, chosen, reason, attempts (method auto)
 
     def summary(self) -> dict:
+        tr = self.trajectory
+        drives = {} if not tr.electric else {"peak_voltage_V": np.abs(tr.u).max(axis=0).tolist(),
+                                             "peak_current_A": np.abs(tr.current).max(axis=0).tolist()}
         return {
             "problem": {"name": self.problem.name, "source": self.problem.source,
                         "description": self.problem.description,
@@ -37,7 +40,8 @@ class PlanResult:
             "settings": self.settings,
             "solver": self.trajectory.stats,
             "wall_time_s": self.timings,
-            "peak_torque_Nm": np.abs(self.trajectory.u).max(axis=0).tolist(),
+            "peak_torque_Nm": np.abs(tr.torques).max(axis=0).tolist(),
+            **drives,
             "verification": None if self.verification is None else self.verification.to_dict(),
             "versions": versions(),
         }
@@ -209,9 +213,11 @@ def _solve(problem: Problem, say, compile: bool, hint: bool = True):
         from ffopt.dae.inverse import solve_inverse_bdf
 
         say(f"solving the inverse dynamics: BDF-{s.order}, h = {s.step * 1e3:g} ms, form {s.form}")
-        if s.form == "I3" and s.step < 5e-4:
+        i3_min_step = 5e-4 if model.drives is None else 2e-3  # electrics raise the index by one
+        if s.form == "I3" and s.step < i3_min_step:
             # roundoff in u grows like eps / h^index on the original form (results/conditioning.md)
-            say(f"warning: form I3 with h = {s.step * 1e3:g} ms < 0.5 ms amplifies roundoff in u; use form I1")
+            say(f"warning: form I3 with h = {s.step * 1e3:g} ms < {i3_min_step * 1e3:g} ms amplifies roundoff in "
+                "u; use form I1")
         try:
             traj = solve_inverse_bdf(model, reference, s.order, s.step, s.form, s.scaling_power, guess, compile)
         except SolverError as err:
@@ -263,6 +269,26 @@ def _zero_dynamics_hint(model, reference, guess) -> str:
             "at auto, the default, which chooses it.")
 
 
+def _check_time_law_smoothness(problem: Problem) -> None:
+    """The input must stay bounded: a time law with n zero derivatives at the rests leaves derivative
+    n + 1 of the path jumping there, so an input that needs derivative r (the relative degree: 4 for
+    an undamped elastic gear, one more with DC-motor electrics) holds an impulse unless n >= r - 1.
+    Checked where it matters most, for drives with electrics (their voltage needs the highest
+    derivative); see ``ffopt.analysis.linear.input_derivative_order``."""
+    if problem.model.drives is None:
+        return
+    from ffopt.analysis.linear import input_derivative_order
+    from ffopt.reference.time_laws import TIME_LAWS
+
+    law = TIME_LAWS[problem.reference_spec.time_law]
+    r = input_derivative_order(problem.model, problem.reference, problem.reference_spec.joint_guess)
+    if r is not None and law.n_zero_derivs < r - 1:
+        raise ProblemError(f"{problem.source}: reference.time_law: {problem.reference_spec.time_law!r} leaves derivative "
+                           f"{law.n_zero_derivs + 1} of the path jumping at the rests, but the {problem.model.input_kind} "
+                           f"of this robot needs derivative {r} (relative degree), so it would hold an impulse: use "
+                           f"a law with at least {r - 1} zero derivatives (hermite9 has 4, poly11 5, cinf all)")
+
+
 def _with_nlp_limits(problem: Problem, max_iter: int | None, max_time: float | None) -> Problem:
     """The NLP limits given to plan() (CLI --max-iter / --max-time); an error for a method without an NLP."""
     if max_iter is None and max_time is None:
@@ -279,6 +305,10 @@ def _with_nlp_limits(problem: Problem, max_iter: int | None, max_time: float | N
 
 def _check_settings(problem: Problem) -> None:
     s = problem.solver
+    if s.method in SEED_VARIANT_METHODS and any(j.electrics is not None for j in problem.chain.joints):
+        raise ProblemError(f"{problem.source}: solver.method: {s.method!r} (Moberg & Hanssen's solver family) does not model DC-motor "
+                           "electrics; use auto, bdf or nlp")
+    _check_time_law_smoothness(problem)
     if not 1 <= s.order <= 6:
         raise ProblemError(f"solver.order: must be 1..6 (BDF is unstable beyond 6), got {s.order}")
     if s.step <= 0 or s.step > problem.reference_spec.duration / 4:

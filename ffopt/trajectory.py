@@ -14,7 +14,9 @@ LENGTH_OUTPUTS = ("x", "y", "z")  # tool coordinates (m inside ffopt, mm in file
 class Trajectory:
     """Feedforward trajectory on a time grid (SI units, radians).
 
-    u: (n, N) motor torques; q, v, a: (n, nq) coordinates [qa; qm], velocities, accelerations;
+    u: (n, N) the planned input: motor torques, or with DC-motor electrics the armature voltages
+    (``input_unit`` "V"; then ``torque`` (n, N) holds the torques at the gear outputs and ``current``
+    (n, N) the armature currents); q, v, a: (n, nq) coordinates [qa; qm], velocities, accelerations;
     qm, dqm: (n, N) the angle and speed of each actuator's motor (for direct-drive joints the
     joint itself); y_ref: (n, n_out) reference; tool: (n, 3) tool position from q;
     input_names: the actuated joint of each input (chain order); link_names: the joints of the
@@ -37,6 +39,18 @@ class Trajectory:
     input_names: list[str] | None = None
     link_names: list[str] | None = None
     link_units: list[str] | None = None  # unit of each link-side coordinate ("rad"; "m" for modal coordinates)
+    torque: np.ndarray | None = None  # (n, N) gear-output torques when u is not the torque (electrics)
+    current: np.ndarray | None = None  # (n, N) armature currents (electrics)
+    input_unit: str = "N m"  # unit of u: "N m" (torque) or "V" (armature voltage)
+
+    @property
+    def torques(self) -> np.ndarray:
+        """(n, N) torques at the gear outputs (N m), whatever the input is."""
+        return self.u if self.torque is None else self.torque
+
+    @property
+    def electric(self) -> bool:
+        return self.current is not None
 
     @property
     def n_inputs(self) -> int:
@@ -51,9 +65,14 @@ class Trajectory:
         """(name, unit, meaning, values) of every trajectory.csv column, in file order."""
         cols = [("t", "s", "time", self.t)]
         joints = self.actuated_joints
-        for prefix, unit, meaning, data in (("u", "N m", "feedforward motor torque", self.u),
-                                            ("qm", "rad", "motor angle reference for the motor-side loop", self.qm),
-                                            ("dqm", "rad/s", "motor speed reference", self.dqm)):
+        u_meaning = "feedforward armature voltage (the planned input)" if self.electric else "feedforward motor torque"
+        tables = [("u", self.input_unit, u_meaning, self.u)]
+        if self.electric:
+            tables += [("torque", "N m", "motor torque at the gear output (arm side)", self.torque),
+                       ("current", "A", "armature current", self.current)]
+        tables += [("qm", "rad", "motor angle reference for the motor-side loop", self.qm),
+                   ("dqm", "rad/s", "motor speed reference", self.dqm)]
+        for prefix, unit, meaning, data in tables:
             cols += [(f"{prefix}_{j}", unit, f"{meaning}, joint {j}", data[:, i]) for i, j in enumerate(joints)]
         cols += [(f"tool_{c}_mm", "mm", f"planned tool position {c} (from the planned joint angles)",
                   1000.0 * self.tool[:, i]) for i, c in enumerate("xyz")]

@@ -11,6 +11,11 @@ Linearised forward model (seed 000 eq. 1, x = [q; v], input u, output y = Gamma(
     M dv + Dm v + K q = Bu u,      y = Cq q,
     A = [[0, I], [-M^-1 K, -M^-1 Dm]],  B = [[0], [M^-1 Bu]],  C = [Cq, 0],  D = 0.
 Zeros: the finite s where the Rosenbrock pencil [[A - sI, B], [C, D]] loses rank (SLICOT AB08ND).
+
+With DC-motor electrics (``model.drives``) the armature currents z join the state and the input is
+the voltage (``plant_state_space``): L z' = V - R z - C_v i S v, torque i C_t z. An invertible
+first-order lag on the input adds poles but no finite zeros, and one to the relative degree (the
+voltage needs one more derivative of the path than the torque).
 """
 
 from __future__ import annotations
@@ -56,6 +61,34 @@ class LinearModel:
         B = np.vstack([np.zeros((n, m)), Minv @ self.Bu])
         C = np.hstack([self.Cq, np.zeros((self.Cq.shape[0], n))])
         return A, B, C, np.zeros((C.shape[0], m))
+
+
+def plant_state_space(model: FlexibleModel, lin: LinearModel):
+    """(A, B, C, D) of the plant with the model's input: ``lin.state_space()`` for torque inputs; with
+    DC-motor electrics x = [q; v; z] and the armature voltages as input."""
+    A, B, C, D = lin.state_space()
+    d = model.drives
+    if d is None:
+        return A, B, C, D
+    n, N = A.shape[0], B.shape[1]
+    S = np.zeros((N, lin.nq))  # motor speeds vm = S v
+    S[np.arange(N), model.layout.motor_of_input] = 1.0
+    Ae = np.zeros((n + N, n + N))
+    Ae[:n, :n] = A
+    Ae[:n, n:] = B @ np.diag(d.torque_per_ampere)
+    Ae[n:, lin.nq:n] = -np.diag(d.back_emf_constant * d.ratio / d.inductance) @ S
+    Ae[n:, n:] = -np.diag(d.resistance / d.inductance)
+    Be = np.vstack([np.zeros((n, N)), np.diag(1.0 / d.inductance)])
+    Ce = np.hstack([C, np.zeros((C.shape[0], N))])
+    return Ae, Be, Ce, np.zeros((Ce.shape[0], N))
+
+
+def input_derivative_order(model: FlexibleModel, reference, guess=None) -> int | None:
+    """Highest derivative of the path the input needs: the largest relative degree of the plant
+    linearised at rest at the start of the path (None without a vector relative degree)."""
+    q0 = equilibrium_path(model, reference, np.array([reference.t_motion_start]), guess)[0]
+    r, _ = relative_degree(*plant_state_space(model, linearize(model, q0))[:3])
+    return None if r is None else int(r.max())
 
 
 def _jacobian_function(model: FlexibleModel) -> ca.Function:
@@ -246,7 +279,7 @@ def zero_dynamics(model: FlexibleModel, reference, guess: np.ndarray | None = No
     qs = equilibrium_path(model, reference, times, guess)
     all_zeros, err = [], 0.0
     for lin in linearize_at_rest(model, qs):
-        z, nf = invariant_zeros(*lin.state_space(), cross_check=cross_check)
+        z, nf = invariant_zeros(*plant_state_space(model, lin), cross_check=cross_check)
         if nf is not None:
             err = max(err, _match_error(z, nf))
         all_zeros.append(z)

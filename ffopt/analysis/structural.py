@@ -331,7 +331,8 @@ def equation_names(model, form: str, n_rows: int) -> list[str]:
         path += [f"path_{o}'" for o in out]
     if form == "I1":
         path += [f"path_{o}''" for o in out]
-    rows = kin + link + path
+    drive = [f"drive_{n}" for n in model.drive_state_names()]  # DC-motor electrics: torque rows in the currents
+    rows = kin + link + drive + path
     return rows if len(rows) == n_rows else [f"F{i + 1}" for i in range(n_rows)]
 
 

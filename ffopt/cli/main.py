@@ -141,7 +141,10 @@ def summary_text(result) -> str:
     tr = result.trajectory
     peaks = ", ".join(f"u_{j} {x:.4g}" for j, x in zip(tr.actuated_joints, abs(tr.u).max(axis=0)))
     lines = [f"{result.problem.name}: {tr.method}, {len(tr.t)} points, "
-             f"solve {tr.stats.get('time_solve_s', float('nan')) * 1e3:.1f} ms, peak |u|: {peaks} N m"]
+             f"solve {tr.stats.get('time_solve_s', float('nan')) * 1e3:.1f} ms, peak |u|: {peaks} {tr.input_unit}"]
+    if tr.electric:  # the input is the voltage: the torques and currents it makes
+        lines.append("peak torque: " + ", ".join(f"{j} {x:.4g} N m, {c:.4g} A" for j, x, c in zip(
+            tr.actuated_joints, abs(tr.torques).max(axis=0), abs(tr.current).max(axis=0))))
     if result.verification is not None:
         lines.append(result.verification.table())
     return "\n".join(lines)

@@ -14,6 +14,12 @@ recovered afterwards from the solution (seed 000, sec. 5).
 
 The constraint rows are scaled by (1/h)^p (seed 000, sec. 7.4) in the BDF solver; the form
 records which rows are constraints so the solver can do that.
+
+DC-motor electrics (``model.drives``, Jankowski & Van Brussel eq. 3): the armature currents z are
+further unknowns, last in x, with one drive row per actuated joint, tau(q, v, a) = i_j C_t z_j (the
+motor rows, or a direct drive's link row, solved for the input torque). The voltage is then
+recovered from the circuit, V = L dz/dt + R z + C_v i_j vm, with the BDF derivative of z: it
+needs one more derivative of the path than the torque (the index of every form rises by one).
 """
 
 from __future__ import annotations
@@ -48,6 +54,11 @@ class InverseDae:
     # so compiled code built from it serves every path of the model.
     F_path: ca.Function | None = None
     n_path_derivs: int = 0
+    # (x, xdot) -> (u, tau): the input (torque, or with electrics the armature voltage) and the torques
+    # at the gear outputs, recovered from the solution
+    inputs: ca.Function | None = None
+    n_z: int = 0  # drive states (armature currents), the last n_z entries of x
+    rest_drive_states: ca.Function | None = None  # q -> z at rest (the holding currents)
 
     def path_data(self, reference, t) -> np.ndarray:
         """Rows r(t_i) = [theta; theta'; ...](t_i) (len(t), n_out * n_path_derivs), the input r of F_path.
@@ -70,8 +81,11 @@ class InverseDae:
         return np.where(self.constraint_rows, (1.0 / h) ** p, 1.0)
 
     def initial_state(self, q0: np.ndarray) -> np.ndarray:
-        """Consistent initial x for a robot at rest in configuration q0."""
-        return np.concatenate([q0, np.zeros(self.n_x - self.nq)])
+        """Consistent initial x for a robot at rest in configuration q0 (drive currents holding it)."""
+        x0 = np.concatenate([q0, np.zeros(self.n_x - self.nq)])
+        if self.n_z:
+            x0[-self.n_z:] = np.array(self.rest_drive_states(q0)).ravel()
+        return x0
 
 
 def choose_dummy_set(model: FlexibleModel, qa0: np.ndarray) -> tuple[int, ...]:
@@ -111,16 +125,20 @@ def build_inverse_dae(model: FlexibleModel, reference, form: str = "I3",
     nq, n_link, N = L.nq, L.n_link, L.n_u
     S = list(dummy if dummy is not None else L.actuated)
     n_w = N if form == "I1" else 0
+    n_z = model.n_z
     t = ca.SX.sym("t")
-    x = ca.SX.sym("x", 2 * nq + n_w)
-    xd = ca.SX.sym("xdot", 2 * nq + n_w)
-    q, v, w = x[:nq], x[nq:2 * nq], x[2 * nq:]
+    x = ca.SX.sym("x", 2 * nq + n_w + n_z)
+    xd = ca.SX.sym("xdot", 2 * nq + n_w + n_z)
+    q, v, w, z = x[:nq], x[nq:2 * nq], x[2 * nq:2 * nq + n_w], x[2 * nq + n_w:]
     qa, va = q[:n_link], v[:n_link]
     a = _accelerations(xd[nq:2 * nq], w, S, form)
 
     kin_keep = [i for i in range(nq) if form == "I3" or i not in S]
     rows = [xd[kin_keep] - v[kin_keep], model.unactuated_link_rows(q, v, a)]
-    n_diff = len(kin_keep) + len(L.unactuated_link_rows)
+    tau = model.input_torque(q, v, a)
+    if n_z:  # drive rows: the currents deliver the torques of the motor equations
+        rows.append(tau - model.drives.torque(z))
+    n_diff = len(kin_keep) + len(L.unactuated_link_rows) + n_z
     y = model.output(qa)
     outputs = [y]  # the output and, for I2/I1, its first and second time derivatives
     if form in ("I2", "I1"):
@@ -140,8 +158,24 @@ def build_inverse_dae(model: FlexibleModel, reference, form: str = "I3",
         F = ca.Function(f"inverse_dae_{form}", [t, x, xd], [res], ["t", "x", "xdot"], ["res"])
     accel = ca.Function("accel", [x, xd], [a], ["x", "xdot"], ["a"])
     names = model.coordinate_names()
-    var_names = names + [f"d{n}" for n in names] + [f"dd{names[i]}_dummy" for i in S[:n_w]]
-    return InverseDae(form, F, x.shape[0], nq, tuple(S), constraint, accel, var_names, F_path, len(outputs))
+    var_names = names + [f"d{n}" for n in names] + [f"dd{names[i]}_dummy" for i in S[:n_w]] + \
+        model.drive_state_names()
+    inputs, rest = _input_recovery(model, x, xd, q, v, z, tau)
+    return InverseDae(form, F, x.shape[0], nq, tuple(S), constraint, accel, var_names, F_path, len(outputs),
+                      inputs, n_z, rest)
+
+
+def _input_recovery(model: FlexibleModel, x, xd, q, v, z, tau):
+    """(x, xdot) -> (u, tau) and, with electrics, q -> z at rest."""
+    if not model.n_z:
+        return ca.Function("inputs", [x, xd], [tau, tau], ["x", "xdot"], ["u", "tau"]), None
+    d, n_z = model.drives, model.n_z
+    vm = v[model.layout.motor_of_input]
+    voltage = d.voltage(vm, z, xd[x.numel() - n_z:])
+    inputs = ca.Function("inputs", [x, xd], [voltage, d.torque(z)], ["x", "xdot"], ["u", "tau"])
+    zero = ca.SX.zeros(model.layout.nq)
+    rest = ca.Function("rest_currents", [model.q], [d.current_for_torque(model.input_torque(model.q, zero, zero))])
+    return inputs, rest
 
 
 def _accelerations(vdot, w, S, form):

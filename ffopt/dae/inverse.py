@@ -38,9 +38,9 @@ def solve_inverse_bdf(model: FlexibleModel, reference, order: int = 6, step: flo
     res = solve_bdf(dae.F_path, dae.initial_state(q0), 0.0, step, n_steps, order,
                     row_scale=dae.row_scale(step, p), compile=compile, inputs=path, extra=recovery)
     nq, N = model.layout.nq, model.layout.n_u
-    a, u, tool = np.split(res.extra, [nq, nq + N], axis=1)
+    a, u, tau, tool = np.split(res.extra, [nq, nq + N, nq + 2 * N], axis=1)
     traj = trajectory_from_states(model, reference, res.t, res.x, a, method=f"bdf{order}-{form}",
-                                  y_ref=path[:, : reference.n_out].copy(), u=u, tool=tool)
+                                  y_ref=path[:, : reference.n_out].copy(), u=u, tool=tool, torque=tau)
     traj.stats.update({
         "order": order, "step": step, "form": form, "scaling_power": p, "n_steps": n_steps,
         "dummy_set": [model.coordinate_names()[i] for i in dummy], "n_unknowns": dae.n_x,
@@ -54,25 +54,33 @@ def solve_inverse_bdf(model: FlexibleModel, reference, order: int = 6, step: flo
 
 
 def _inverse_dae(model: FlexibleModel, form: str, dummy):
-    """The form's DAE with the path as data, and recovery (x, xdot) -> [a; u; tool position], which
-    the BDF loop evaluates at every step in the same compiled code."""
+    """The form's DAE with the path as data, and recovery (x, xdot) -> [a; u; tau; tool position], which
+    the BDF loop evaluates at every step in the same compiled code (u the input, tau the torques)."""
     dae = build_inverse_dae(model, None, form, dummy)
     x, xd = (ca.SX.sym(name, dae.n_x) for name in ("x", "xdot"))
     L = model.layout
-    q, v, a = x[: L.nq], x[L.nq:2 * L.nq], dae.accel(x, xd)
-    recovery = ca.Function("recovery", [x, xd], [ca.vertcat(a, model.input_torque(q, v, a),
-                                                             model.tool_position(q[: L.n_link]))])
+    q, a = x[: L.nq], dae.accel(x, xd)
+    u, tau = dae.inputs(x, xd)
+    recovery = ca.Function("recovery", [x, xd], [ca.vertcat(a, u, tau, model.tool_position(q[: L.n_link]))])
     return dae, recovery
 
 
 def trajectory_from_states(model: FlexibleModel, reference, t, x, a, method: str, y_ref=None, u=None,
-                           tool=None) -> Trajectory:
-    """Assemble a Trajectory from states x = [q; v; ...] and accelerations a on a grid (``y_ref``,
-    ``u``, ``tool``: the reference, motor torques and tool positions on that grid, if already known)."""
+                           tool=None, torque=None) -> Trajectory:
+    """Assemble a Trajectory from states x = [q; v; ...; z] and accelerations a on a grid (``y_ref``,
+    ``u``, ``tool``, ``torque``: the reference, inputs, tool positions and gear-output torques on that
+    grid, if already known). With DC-motor electrics the drive currents z are the last entries of x
+    and ``u`` (the voltages) must be given."""
     L = model.layout
     nq = L.nq
     q, v = x[:, :nq], x[:, nq:2 * nq]
     n = len(t)
+    current = None
+    if model.n_z:
+        current = x[:, x.shape[1] - model.n_z:]
+        torque = model.drives.torque(current) if torque is None else torque
+        if u is None:
+            raise ValueError("trajectory_from_states: a model with drive electrics needs the voltages u")
     if u is None:
         u = np.array(model.input_torque.map(n)(q.T, v.T, a.T)).T
     motor = L.motor_of_input
@@ -83,4 +91,6 @@ def trajectory_from_states(model: FlexibleModel, reference, t, x, a, method: str
                       coordinate_names=model.coordinate_names(), output_names=list(model.outputs),
                       method=method, input_names=[model.chain.joints[i].name for i in L.actuated],
                       link_names=model.coordinate_names()[: L.n_link],
-                      link_units=getattr(model, "link_units", None))
+                      link_units=getattr(model, "link_units", None),
+                      torque=None if current is None else np.asarray(torque, float), current=current,
+                      input_unit=model.input_unit)

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from ffopt.errors import ProblemError
+from ffopt.io.electrics import ELECTRICS_SCHEMA, check_electric_chain, parse_electrics
 from ffopt.io.flexible_links import FLEXIBLE_SCHEMA, parse_flexible_links
 from ffopt.io.reference_spec import ReferenceSpec, parse_reference
 from ffopt.io.schema import Field, Validator, non_negative, positive
@@ -118,6 +119,10 @@ JOINT_SCHEMA = {
     "flexible": Field("table", default=None, schema=FLEXIBLE_SCHEMA,
                       doc="the body is a flexible beam (assumed modes), e.g. flexible = { modes = 2, EI = 1.0e5, "
                           "length = 6.0, mass = 140.0 }"),
+    "electrics": Field("table", default=None, schema=ELECTRICS_SCHEMA,
+                       doc="armature-controlled DC motor (needs gear_ratio; every actuated joint or none): the input "
+                           "becomes its voltage, e.g. electrics = { inductance = 2e-3, resistance = 1.0, "
+                           "torque_constant = 0.1, back_emf_constant = 0.1 }"),
 }
 
 PAYLOAD_SCHEMA = dict(_INERTIA_FIELDS)
@@ -189,6 +194,9 @@ NLP_SCHEMA = {
                            "(band or penalty tracking only): the tool error alone"),
     "torque_max": Field("vector", check=all_positive, unit="N m",
                         doc="bound on |u| per motor, one value per actuated joint in chain order"),
+    "voltage_max": Field("vector", check=all_positive, unit="V",
+                         doc="bound on the armature voltage |u| per motor (drives with electrics), one value per "
+                             "actuated joint; torque_max then bounds the motor torque (the current)"),
     "torque_rate_max": Field("vector", check=all_positive, unit="N m/s",
                              doc="bound on |du/dt| per motor, one value per actuated joint"),
     "tracking": Field("str", default="exact", choices=nlp_settings.TRACKING,
@@ -397,15 +405,27 @@ def problem_from_dict(data: dict, source: str = "<memory>") -> Problem:
     verification = VerificationSettings(**{**ver, "payload_scales": tuple(ver["payload_scales"])}) if ver \
         else VerificationSettings()
     nlp = _nlp_settings(v, d["nlp"], [chain.joints[i].name for i in chain.actuated])
+    _check_drive_bounds(v, nlp, chain)
     return Problem(d["name"], d["description"], chain, outputs, ref, solver, verification, source, nlp,
                    flexible, data)
+
+
+def _check_drive_bounds(v: Validator, nlp: nlp_settings.NlpSettings, chain: Chain) -> None:
+    """Voltage bounds need DC-motor electrics; a torque-rate bound is not modelled with them."""
+    electric = any(j.electrics is not None for j in chain.joints)
+    if nlp.voltage_max is not None and not electric:
+        v.fail("nlp.voltage_max", "the drives have no electrics (the input is the motor torque): use torque_max, or "
+               "give the actuated joints their electrics")
+    if nlp.torque_rate_max is not None and electric:
+        v.fail("nlp.torque_rate_max", "not available with DC-motor electrics (the torque is a state there, its rate "
+               "set by the voltage): bound the voltage (voltage_max) and the torque (torque_max) instead")
 
 
 def _nlp_settings(v: Validator, table: dict | None, motors: list[str]) -> nlp_settings.NlpSettings:
     if not table:
         return nlp_settings.NlpSettings()
     t = dict(table)
-    for key in ("torque_max", "torque_rate_max"):
+    for key in ("torque_max", "torque_rate_max", "voltage_max"):
         if t[key] is not None and len(t[key]) != len(motors):  # never broadcast one value to every motor
             v.fail(f"nlp.{key}", f"expected {len(motors)} values (one per motor: {', '.join(motors)}), "
                    f"got {len(t[key])}")
@@ -430,10 +450,12 @@ def _build_chain(v: Validator, m: dict) -> Chain:
         body = Body(j["mass"], np.array(j["com"]), _inertia(v, j, where))
         if j["axes"] is None:
             joint = Joint(name=j["name"], kind=j["kind"], axis=_unit(v, j["axis"], f"{where}.axis"),
-                          origin=np.array(j["origin"]), body=body, rotation=rotation, **data)
+                          origin=np.array(j["origin"]), body=body, rotation=rotation,
+                          electrics=parse_electrics(v, j, where), **data)
             _check_joint_physics(v, joint, where)
             joints.append(joint)
             continue
+        parse_electrics(v, j, where)  # a passive bearing: electrics are an error
         expanded, group = _bearing(v, j, where, rotation, body, first_index=len(joints))
         joints += expanded
         groups.append(group)
@@ -453,8 +475,10 @@ def _build_chain(v: Validator, m: dict) -> Chain:
     if m["payload"] is not None:
         payload = Body(m["payload"]["mass"], np.array(m["payload"]["com"]), _inertia(v, m["payload"], "model.payload"))
     tool_rotation = np.eye(3) if m["tool_rpy_deg"] is None else rotation_rpy(*np.radians(m["tool_rpy_deg"]))
-    return Chain(tuple(joints), np.array(m["tool_origin"]), np.array(m["gravity"]), const, tuple(groups),
-                 payload, tool_rotation, m["rotor_coupling"])
+    chain = Chain(tuple(joints), np.array(m["tool_origin"]), np.array(m["gravity"]), const, tuple(groups),
+                  payload, tool_rotation, m["rotor_coupling"])
+    check_electric_chain(v, chain)
+    return chain
 
 
 def _unit(v: Validator, vec, where: str) -> np.ndarray:

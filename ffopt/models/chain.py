@@ -30,6 +30,10 @@ joint model, eq. 1):
   (Spong's model, the default) keeps only the rotor's spin energy J_m qm'^2 / 2;
   ``"full"`` adds the rotor as a body on its carrier (axial inertia J_m / ratio^2, transverse
   ``rotor_inertia_transverse``) and the coupling of its spin with the carrier's rotation.
+- DC-motor electrics (Jankowski & Van Brussel, discrete-time inverse dynamics control of flexible
+  joint robots, eq. 3): an actuated joint with ``electrics`` is driven by an armature-controlled DC
+  motor, L di/dt + R i + C_v omega_motor = V, motor torque C_t i, omega_motor = gear_ratio x the
+  arm-side motor speed; the input is then the armature voltage V (``ffopt.models.drives``).
 """
 
 from __future__ import annotations
@@ -63,6 +67,16 @@ class Body:
 
 
 @dataclass(frozen=True)
+class MotorElectrics:
+    """Armature circuit of a DC motor, motor-side constants (data-sheet values)."""
+
+    inductance: float  # H, armature inductance L (> 0: the current is a state)
+    resistance: float  # Ohm, armature resistance R
+    torque_constant: float  # N m/A, C_t (motor torque = C_t i)
+    back_emf_constant: float  # V s/rad, C_v (back EMF = C_v x motor speed)
+
+
+@dataclass(frozen=True)
 class Joint:
     name: str
     kind: str  # one of JOINT_KINDS
@@ -81,6 +95,7 @@ class Joint:
     gear_ratio: float = 1.0  # motor angle / joint angle (signed), for the rotor coupling
     rotor_inertia_transverse: float = 0.0  # kg m^2, about a rotor diameter (full rotor coupling)
     rotor_axis: np.ndarray | None = None  # (3,) in the parent body frame; None: the joint axis
+    electrics: MotorElectrics | None = None  # DC-motor armature circuit: the input is a voltage
 
     @property
     def rotor_inertia(self) -> float:

@@ -21,6 +21,12 @@ d/dt dT_x/dq' - dT_x/dq are Hoepler & Thuemmel's S(q) q'' / S(q)^T theta'' and C
 (their eq. 2-5). Every solver, the NLP and the simulator evaluate the same functions built here,
 so a model is written once.
 
+Drive states: with DC-motor electrics on the actuated joints (``ffopt.models.drives``) the plant
+has extra first-order states z (the armature currents) and its input u is the armature voltage;
+the equations above then take the torques tau = drives.torque(z) in place of u. ``n_z`` is 0
+without electrics (u is the torque itself); ``plant_rhs`` is the whole plant x' = f(x, u) with
+x = [q; v; z] either way.
+
 This module builds expressions only: it imports no solver.
 """
 
@@ -116,6 +122,8 @@ class FlexibleModel:
         self.v = ca.SX.sym("v", L.nq)
         self.a = ca.SX.sym("a", L.nq)
         self.u = ca.SX.sym("u", L.n_u)
+        self.drives = self._electric_drives()
+        self.z = ca.SX.sym("z", self.n_z)
 
     # ----------------------------------------------------------------- symbolic pieces
     def _split(self, vec):
@@ -321,6 +329,81 @@ class FlexibleModel:
     def gear_torque(self) -> ca.Function:
         """(q, v) -> tau_g, torque transmitted by each elastic gear (1d)."""
         return ca.Function("gear_torque", [self.q, self.v], [self._gear_torque_expr(self.q, self.v)])
+
+    # ----------------------------------------------------------------- drive states (DC-motor electrics)
+    def _electric_drives(self):
+        joints = [self.chain.joints[i] for i in self.layout.actuated]
+        if not any(j.electrics is not None for j in joints):
+            return None
+        missing = [j.name for j in joints if j.electrics is None]
+        if missing:
+            raise ValueError(f"DC-motor electrics on some actuated joints but not on {missing}: the input is either "
+                             "every motor's voltage or every motor's torque")
+        from ffopt.models.drives import ElectricDrives
+
+        return ElectricDrives.from_joints(joints)
+
+    @property
+    def n_z(self) -> int:
+        """Number of drive states (armature currents); 0 without electrics."""
+        return 0 if self.drives is None else self.drives.n_states
+
+    @property
+    def input_unit(self) -> str:
+        return "N m" if self.drives is None else "V"
+
+    @property
+    def input_kind(self) -> str:
+        return "motor torque" if self.drives is None else "armature voltage"
+
+    def drive_state_names(self) -> list[str]:
+        return [] if self.drives is None else [f"i_{n}" for n in self.drives.names]
+
+    def _motor_speeds(self, v):
+        return v[self.layout.motor_of_input]
+
+    def drive_torque_expr(self, z, u):
+        """Torques at the gear outputs (the mechanical input of the equations of motion)."""
+        return u if self.drives is None else self.drives.torque(z)
+
+    @cached_property
+    def plant_rhs(self) -> ca.Function:
+        """(x, u) -> x' of the whole plant, x = [q; v; z] (z: drive states), u the input."""
+        L = self.layout
+        x = ca.SX.sym("x", 2 * L.nq + self.n_z)
+        q, v, z = x[:L.nq], x[L.nq:2 * L.nq], x[2 * L.nq:]
+        a = self.forward_dynamics(q, v, self.drive_torque_expr(z, self.u))
+        rates = [] if self.drives is None else [self.drives.current_rate(self._motor_speeds(v), z, self.u)]
+        return ca.Function("plant_rhs", [x, self.u], [ca.vertcat(v, a, *rates)], ["x", "u"], ["xdot"])
+
+    @cached_property
+    def steady_torque(self) -> ca.Function:
+        """(q, v, u) -> the torques the drives deliver in steady state (dz/dt = 0) under input u."""
+        if self.drives is None:
+            tau = self.u
+        else:
+            tau = self.drives.torque(self.drives.steady_current(self._motor_speeds(self.v), self.u))
+        return ca.Function("steady_torque", [self.q, self.v, self.u], [tau], ["q", "v", "u"], ["tau"])
+
+    @cached_property
+    def input_from_torque(self) -> ca.Function:
+        """(q, v, tau, tau') -> (u, z): the input and drive states that deliver torques tau with rate tau'."""
+        tau, tau_rate = ca.SX.sym("tau", self.layout.n_u), ca.SX.sym("tau_rate", self.layout.n_u)
+        if self.drives is None:
+            u, z = tau, ca.SX(0, 1)
+        else:
+            d = self.drives
+            z = d.current_for_torque(tau)
+            u = d.voltage(self._motor_speeds(self.v), z, d.current_for_torque(tau_rate))
+        return ca.Function("input_from_torque", [self.q, self.v, tau, tau_rate], [u, z],
+                           ["q", "v", "tau", "tau_rate"], ["u", "z"])
+
+    def rest_input(self, q) -> tuple[np.ndarray, np.ndarray]:
+        """(u, z) that hold the robot at rest in configuration q (holding torques, their currents)."""
+        zero = np.zeros(self.layout.nq)
+        tau = self.input_torque(q, zero, zero)
+        u, z = self.input_from_torque(q, zero, tau, np.zeros(self.layout.n_u))
+        return np.array(u, float).ravel(), np.array(z, float).ravel()
 
     # ----------------------------------------------------------------- names for output files
     def coordinate_names(self) -> list[str]:

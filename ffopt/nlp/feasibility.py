@@ -60,7 +60,7 @@ def torque_needs(model, reference, q_start: np.ndarray, warm=None, qa_guess=None
     needs = TorqueNeeds(motors, ((0.0, hold_start), (t_end, hold_end)))
     if warm is None:
         return needs
-    u, t = np.asarray(warm.u), np.asarray(warm.t)
+    u, t = np.asarray(warm.torques), np.asarray(warm.t)
     rate = np.abs(np.diff(u, axis=0) / np.diff(t)[:, None])
     k, kr = np.argmax(np.abs(u), axis=0), np.argmax(rate, axis=0)
     cols = np.arange(u.shape[1])

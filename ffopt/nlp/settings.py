@@ -28,6 +28,7 @@ class NlpSettings:
     objective: str = "smoothness"  # smoothness (of u) | effort | tracking (band/penalty only)
     torque_max: tuple[float, ...] | None = None  # per motor (N m)
     torque_rate_max: tuple[float, ...] | None = None  # per motor (N m/s)
+    voltage_max: tuple[float, ...] | None = None  # per motor (V), drives with DC-motor electrics only
     tracking: str = "exact"  # exact | band | penalty
     band_mm: float = 1.0  # band half-width; also the error scale of the penalty (mm)
     penalty_weight: float = 1e3

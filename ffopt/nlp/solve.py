@@ -34,7 +34,8 @@ DIVERGED_TORQUE_FACTOR = 1e3  # BDF torques this many times the static torque sc
 def hessian_mode(s: NlpSettings, noncausal: bool) -> str:
     """L-BFGS where the NLP is square (causal exact tracking, no bounds: u is fixed by the path);
     measured on E12 at 2 ms: same solution (0.081 mm verified), solve 1.3-1.5 s instead of 3.1-3.6 s."""
-    square = s.tracking == "exact" and not noncausal and s.torque_max is None and s.torque_rate_max is None
+    square = s.tracking == "exact" and not noncausal and s.torque_max is None and s.torque_rate_max is None \
+        and s.voltage_max is None
     return "limited-memory" if square else "exact"
 
 
@@ -242,8 +243,8 @@ def _advice(s: NlpSettings, limit: str | None, needs: TorqueNeeds | None, monito
 
 def _trajectory(model, reference, tr, nlp, res, sol, t_transcribe, warm) -> Trajectory:
     x = sol["x"].T
-    traj = trajectory_from_states(model, reference, sol["t"], x, sol["a"].T, method=f"nlp-{tr.rule.name}")
-    traj.u = sol["u"].T.copy()
+    traj = trajectory_from_states(model, reference, sol["t"], x, sol["a"].T, method=f"nlp-{tr.rule.name}",
+                                  u=sol["u"].T.copy())
     s = tr.settings
     err = np.abs(sol["E"])
     stats = {
@@ -261,7 +262,7 @@ def _trajectory(model, reference, tr, nlp, res, sol, t_transcribe, warm) -> Traj
     if s.torque_max is not None:
         tmax = tr._per_motor(s.torque_max, "nlp.torque_max")
         stats["torque_max_Nm"] = tmax.tolist()
-        stats["torque_bound_use"] = (np.abs(traj.u).max(axis=0) / tmax).tolist()
+        stats["torque_bound_use"] = (np.abs(traj.torques).max(axis=0) / tmax).tolist()
     if s.torque_rate_max is not None:
         rmax = tr._per_motor(s.torque_rate_max, "nlp.torque_rate_max")
         rate = np.abs(np.diff(traj.u, axis=0) / np.diff(traj.t)[:, None]).max(axis=0)
@@ -276,6 +277,9 @@ def plan_nlp(problem, progress=None) -> Trajectory:
     say = progress if progress is not None else (lambda msg: None)
     model, reference = problem.model, problem.reference
     guess = problem.reference_spec.joint_guess
+    if model.drives is not None and problem.nlp.backend == "pyomo":
+        raise ProblemError(f"{problem.source}: nlp.backend: the Pyomo formulation does not model DC-motor electrics; "
+                           "use casadi, cyipopt or auto")
     settings, info = choose_strategy(model, reference, problem.nlp, guess)
     say(f"NLP strategy: {info['strategy']} ({info['strategy_reason']}); zero dynamics: {info['zero_dynamics']}")
     warm = None

@@ -14,6 +14,12 @@ Two formulations share one layout (states x and motor torques u at every colloca
   Gamma(q) - theta(t) kept in a band (inequality) or penalised in the objective. This is the
   form for motions that cannot be tracked exactly under torque bounds.
 
+DC-motor electrics (``model.drives``): u is the armature voltage and the currents are states (last
+in x): in the exact form the I1 DAE's drive rows tie them to the motor equations and u is the
+voltage recovered from the circuit, u = L i' + R i + C_v i_j vm; in the forward form the circuit
+is a row i' = (u - R i - C_v i_j vm) / L. ``torque_max`` then bounds the torque i_j C_t i through
+the current states, ``voltage_max`` bounds u.
+
 Variables and rows are scaled: x = s_x * x_scaled (nominal values from the initial guess),
 u = s_u * u_scaled, and each equation row is divided by its largest Jacobian entry at the
 initial guess (one factor per equation, shared by all collocation points).
@@ -100,15 +106,15 @@ class Transcription:
         self.tc = collocation_times(self.rule, self.t0, self.h, self.K)
         self.d = self.rule.degree
         self.q_rest = np.asarray(q_rest, float)
-        self.u_rest = np.array(model.input_torque(self.q_rest, np.zeros(self.nq), np.zeros(self.nq))).ravel()
+        self.u_rest, z_rest = model.rest_input(self.q_rest)
         self.exact = s.tracking == "exact"
         if self.exact:
             self.dae = build_inverse_dae(model, reference, "I1", dummy)
             self.n_x = self.dae.n_x
         else:
             self.dae = None
-            self.n_x = 2 * self.nq
-        self.x_rest = np.concatenate([self.q_rest, np.zeros(self.n_x - self.nq)])
+            self.n_x = 2 * self.nq + model.n_z
+        self.x_rest = np.concatenate([self.q_rest, np.zeros(self.n_x - self.nq - model.n_z), z_rest])
         self._point = self._point_functions()
 
     # ------------------------------------------------------------------ model at one point
@@ -120,15 +126,24 @@ class Transcription:
         q, v = x[:nq], x[nq:2 * nq]
         if self.exact:
             a = self.dae.accel(x, xd)
-            eq = ca.vertcat(self.dae.F(t, x, xd), u - m.input_torque(q, v, a))
+            u_of_x = self.dae.inputs(x, xd)[0]
+            eq = ca.vertcat(self.dae.F(t, x, xd), u - u_of_x)
         else:
             a = xd[nq:2 * nq]
-            eq = ca.vertcat(xd[:nq] - v, m.equations_of_motion(q, v, a, u))
+            z = x[2 * nq:]
+            eq = ca.vertcat(xd[:nq] - v, m.equations_of_motion(q, v, a, m.drive_torque_expr(z, u)))
+            if m.drives is None:
+                u_of_x = m.input_torque(q, v, a)
+            else:  # the armature circuit
+                vm = v[m.layout.motor_of_input]
+                eq = ca.vertcat(eq, xd[2 * nq:] - m.drives.current_rate(vm, z, u))
+                u_of_x = m.drives.voltage(vm, z, xd[2 * nq:])
         err = m.output(q[: m.layout.n_link]) - self.reference.expression(t, 0)
         return {
             "eq": ca.Function("point_eq", [t, x, xd, u], [eq], ["t", "x", "xd", "u"], ["eq"]),
             "err": ca.Function("point_err", [t, x], [err], ["t", "x"], ["err"]),
             "accel": ca.Function("point_accel", [x, xd], [a], ["x", "xd"], ["a"]),
+            "input": ca.Function("point_input", [x, xd], [u_of_x], ["x", "xd"], ["u"]),
         }
 
     @property
@@ -245,10 +260,11 @@ class Transcription:
 
         q, v, a = (interp(arr, self.tc) for arr in (traj.q, traj.v, traj.a))
         u = interp(traj.u, self.tc)
+        z = interp(traj.current, self.tc) if self.model.n_z else np.zeros((0, len(self.tc)))
         if self.exact:
-            x = np.vstack([q, v, a[list(self.dae.dummy)]])
+            x = np.vstack([q, v, a[list(self.dae.dummy)], z])
         else:
-            x = np.vstack([q, v])
+            x = np.vstack([q, v, z])
         # causal: the fixed rest state; non-causal: the trajectory's (held) value at t0
         x0 = x[:, 0].copy() if self.noncausal else self.x_rest.copy()
         return Guess(x0, x, u)
@@ -363,11 +379,23 @@ class Transcription:
         ubx = -lbx
         if not self.noncausal:
             lbx[: self.n_x] = ubx[: self.n_x] = self.x_rest / sx
-        if s.torque_max is not None:
+        i0 = self.n_x * (1 + n_pts)
+        drives = self.model.drives
+        if s.torque_max is not None and drives is None:
             tmax = self._per_motor(s.torque_max, "nlp.torque_max")
-            i0 = self.n_x * (1 + n_pts)
             lbx[i0:] = np.tile(-tmax / su, n_pts)
             ubx[i0:] = np.tile(tmax / su, n_pts)
+        if s.torque_max is not None and drives is not None:  # |i_j C_t i| <= torque_max on the current states
+            imax = self._per_motor(s.torque_max, "nlp.torque_max") / np.abs(drives.torque_per_ampere)
+            cols = (np.arange(1, 1 + n_pts)[:, None] * self.n_x + (self.n_x - drives.n_states)
+                    + np.arange(drives.n_states)[None, :]).ravel()
+            zscale = sx[self.n_x - drives.n_states:]
+            lbx[cols] = np.maximum(lbx[cols], np.tile(-imax / zscale, n_pts))
+            ubx[cols] = np.minimum(ubx[cols], np.tile(imax / zscale, n_pts))
+        if s.voltage_max is not None:
+            vmax = self._per_motor(s.voltage_max, "nlp.voltage_max")
+            lbx[i0:] = np.tile(-vmax / su, n_pts)
+            ubx[i0:] = np.tile(vmax / su, n_pts)
         return lbx, ubx
 
     # ------------------------------------------------------------------ back to physics
@@ -389,7 +417,7 @@ class Transcription:
         xd0 = Xall[:, : self.d + 1] @ self.rule.deriv_start / self.h
         xd_all = np.column_stack([xd0, xd])
         a = np.array(self._point["accel"].map(n_pts + 1)(Xall, xd_all))
-        u0 = np.array(self.model.input_torque(x0[: self.nq], x0[self.nq:2 * self.nq], a[:, 0])).ravel()
+        u0 = np.array(self._point["input"](x0, xd0)).ravel()
         return {"t": np.concatenate([[self.t0], self.tc]), "x": Xall, "u": np.column_stack([u0, U]),
                 "a": a, "E": np.array(self._E_fun(w_opt)), "G": np.array(self._G_fun(w_opt))}
 

@@ -1,7 +1,8 @@
 """Forward simulation of the flexible plant driven by motor torques (verification of a plan).
 
-The plant is ``model.forward_dynamics`` (the same symbolic model every solver uses), written as
-the ODE x' = [v; a(q, v, u(t))] in x = [q; v] and integrated with CVODES (BDF, Newton, tight
+The plant is ``model.plant_rhs`` (the same symbolic model every solver uses), the ODE
+x' = [v; a(q, v, tau); z'] in x = [q; v; z] with the model's drive states z (armature currents of
+DC-motor electrics; none for torque inputs, tau = u), integrated with CVODES (BDF, Newton, tight
 tolerances) through ``casadi.integrator`` in ONE call for the whole output grid.
 
 Inputs between grid points
@@ -70,8 +71,9 @@ class SimResult:
     """Simulated plant on the output grid.
 
     t (n,); q, v, a (n, nq) coordinates [qa; qm], velocities and accelerations; y (n, n_out)
-    controlled tool outputs; tool (n, 3) tool position; u_applied (n, N) total motor torque
-    (feedforward + PD) at the grid points; stats: integrator, wall time, ...
+    controlled tool outputs; tool (n, 3) tool position; u_applied (n, N) total input
+    (feedforward + PD: torque, or armature voltage) at the grid points; z (n, n_z) drive states
+    (armature currents); torque (n, N) torques at the gear outputs; stats: integrator, wall time, ...
     """
 
     t: np.ndarray
@@ -82,6 +84,8 @@ class SimResult:
     tool: np.ndarray
     u_applied: np.ndarray
     stats: dict = field(default_factory=dict)
+    z: np.ndarray | None = None
+    torque: np.ndarray | None = None
 
 
 def pd_gains(model: FlexibleModel, q0: np.ndarray, bandwidth_hz: float, damping_ratio: float
@@ -110,6 +114,15 @@ def pd_gains(model: FlexibleModel, q0: np.ndarray, bandwidth_hz: float, damping_
     return J * w**2, 2.0 * float(damping_ratio) * J * w
 
 
+def input_gains(model: FlexibleModel, kp: np.ndarray, kd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Torque PD gains (N m/rad, N m s/rad) as gains on the model's input: unchanged for torque inputs,
+    x R / (i C_t) (V/rad, V s/rad: the drive's static torque per volt) for DC-motor electrics."""
+    if model.drives is None:
+        return kp, kd
+    scale = model.drives.volts_per_newton_metre()
+    return kp * scale, kd * scale
+
+
 def _generalised_mass(model: FlexibleModel) -> ca.Function:
     return ca.Function("mass", [model.q, model.v, model.a, model.u],
                        [ca.jacobian(model.equations_of_motion(model.q, model.v, model.a, model.u), model.a)])
@@ -123,16 +136,16 @@ _N_COEF = 4  # local cubic per interval (linear pieces have c2 = c3 = 0)
 def _closed_loop_ode(model: FlexibleModel):
     """Symbols and right-hand side of the driven plant with polynomial inputs on one interval.
 
-    Control vector c = [coefficients of u_ff, qm_ref, dqm_ref (4N each, power-major); t_k]
-    (12N + 1), parameters p = [kp, kd] (2N).
+    State x = [q; v; z] (z: the model's drive states); control vector c = [coefficients of u_ff,
+    qm_ref, dqm_ref (4N each, power-major); t_k] (12N + 1), parameters p = [kp, kd] (2N).
     """
     L = model.layout
     N, nq = L.n_u, L.nq
-    x = ca.SX.sym("x", 2 * nq)
+    x = ca.SX.sym("x", 2 * nq + model.n_z)
     c = ca.SX.sym("c", 3 * _N_COEF * N + 1)
     p = ca.SX.sym("p", 2 * N)
     t = ca.SX.sym("t")
-    q, v = x[:nq], x[nq:]
+    q, v = x[:nq], x[nq:2 * nq]
     tau = t - c[-1]
 
     def signal(i):  # Horner on the coefficients of table i
@@ -146,8 +159,7 @@ def _closed_loop_ode(model: FlexibleModel):
     motor = L.motor_of_input
     qm, vm = q[motor], v[motor]
     u = uff + p[:N] * (qr - qm) + p[N:] * (dqr - vm)
-    a = model.forward_dynamics(q, v, u)
-    return x, c, p, t, ca.vertcat(v, a)
+    return x, c, p, t, model.plant_rhs(x, u)
 
 
 def _piece_coefficients(t: np.ndarray, table: np.ndarray, interpolation: str) -> np.ndarray:
@@ -217,10 +229,11 @@ def _integrator(model: FlexibleModel, t: np.ndarray, rtol: float, atol: float) -
 
 
 def simulate(model: FlexibleModel, t, u, q0, v0=None, pd: MotorPD | None = None,
-             rtol: float = 1e-9, atol: float = 1e-11, interpolation: str = "linear") -> SimResult:
+             rtol: float = 1e-9, atol: float = 1e-11, interpolation: str = "linear", z0=None) -> SimResult:
     """Simulate the plant on the grid t (n,) driven by u (n, N) given on that grid.
 
-    q0, v0: initial coordinates and velocities (nq,), v0 = 0 by default (at rest). pd: optional
+    q0, v0: initial coordinates and velocities (nq,), v0 = 0 by default (at rest). z0: initial drive
+    states (armature currents), by default their steady state under the input at t[0]. pd: optional
     motor-side PD loop (``MotorPD``). interpolation: how u and the PD references are applied
     between grid points, "linear" or "cubic" (spline). Tolerances are those of CVODES (relative,
     absolute on x = [q; v] in rad and rad/s). Raises VerificationError if the integration fails.
@@ -246,7 +259,13 @@ def simulate(model: FlexibleModel, t, u, q0, v0=None, pd: MotorPD | None = None,
         dqr = np.asarray(pd.dqm_ref, float).reshape(len(t), N)
     C = _interval_controls(t, interpolation, u, qr, dqr)
     P = np.concatenate([kp, kd])
-    x0 = np.concatenate([q0, v0])
+    motor = L.motor_of_input
+    if z0 is None:
+        z0 = steady_drive_states(model, q0, v0, u[0] + kp * (qr[0] - q0[motor]) + kd * (dqr[0] - v0[motor]))
+    z0 = np.asarray(z0, float).ravel()
+    if z0.size != model.n_z:
+        raise VerificationError(f"simulate: z0 needs {model.n_z} entries (drive states), got {z0.size}")
+    x0 = np.concatenate([q0, v0, z0])
 
     wall = time.perf_counter()
     F = plant_integrator(model, t, rtol, atol)
@@ -271,11 +290,11 @@ def simulate(model: FlexibleModel, t, u, q0, v0=None, pd: MotorPD | None = None,
                 "verification.rtol") from None
     t_solve = time.perf_counter() - wall - t_build
 
-    q, v = X[:, :nq], X[:, nq:]
-    motor = L.motor_of_input
+    q, v, z = X[:, :nq], X[:, nq:2 * nq], X[:, 2 * nq:]
     u_applied = u + kp * (qr - q[:, motor]) + kd * (dqr - v[:, motor])
     n = len(t)
-    a = np.array(model.forward_dynamics.map(n)(q.T, v.T, u_applied.T)).T
+    torque = u_applied if model.drives is None else model.drives.torque(z)
+    a = np.array(model.forward_dynamics.map(n)(q.T, v.T, torque.T)).T
     qa = q[:, : L.n_link].T
     y = np.array(model.output.map(n)(qa)).T
     tool = np.array(model.tool_position.map(n)(qa)).T
@@ -287,4 +306,13 @@ def simulate(model: FlexibleModel, t, u, q0, v0=None, pd: MotorPD | None = None,
         stats["n_steps"] = int(F.stats().get("nsteps", -1)) if method == "cvodes" else None
     except Exception:  # stats layout differs between CasADi versions
         pass
-    return SimResult(t=t, q=q, v=v, a=a, y=y, tool=tool, u_applied=u_applied, stats=stats)
+    return SimResult(t=t, q=q, v=v, a=a, y=y, tool=tool, u_applied=u_applied, stats=stats, z=z, torque=torque)
+
+
+def steady_drive_states(model: FlexibleModel, q, v, u) -> np.ndarray:
+    """Drive states with dz/dt = 0 under input u at (q, v): the armature currents (u - C_v omega) / R;
+    empty for torque inputs."""
+    if model.drives is None:
+        return np.zeros(0)
+    vm = np.asarray(v, float).ravel()[model.layout.motor_of_input]
+    return np.asarray(model.drives.steady_current(vm, np.asarray(u, float).ravel()), float)

@@ -45,7 +45,7 @@ from ffopt.errors import VerificationError
 from ffopt.io.problem import VerificationSettings
 from ffopt.models.flexible import FlexibleModel
 from ffopt.sim.baselines import pd_only, rigid_feedforward
-from ffopt.sim.plant import MotorPD, SimResult, pd_gains, simulate
+from ffopt.sim.plant import MotorPD, SimResult, input_gains, pd_gains, simulate
 
 CASE_SETS = ("default", "full")
 DEFAULT_CASES = ("feedforward_open_loop", "feedforward_pd")
@@ -115,7 +115,8 @@ def verify(model: FlexibleModel, reference, traj, settings: VerificationSettings
     # whose first state differs (a non-causal NLP whose rest is a soft penalty) pays for it here.
     q0 = static_equilibrium(model, y_ref[0], traj.q[0, :n_link], where=f"t = {t[0]:.4g} s")
     offset = {"q_max_abs": float(np.abs(traj.q[0] - q0).max()), "v_max_abs": float(np.abs(traj.v[0]).max())}
-    kp, kd = pd_gains(model, q0, settings.pd_bandwidth_hz, settings.pd_damping_ratio)
+    kp_torque, kd_torque = pd_gains(model, q0, settings.pd_bandwidth_hz, settings.pd_damping_ratio)
+    kp, kd = input_gains(model, kp_torque, kd_torque)  # V/rad with DC-motor electrics
     pd = MotorPD(kp, kd, traj.qm, traj.dqm)
     runs = {  # name: (plant, u, PD loop, start (None: where the loop holds it), interpolation, text)
         "feedforward_open_loop": (model, traj.u, None, q0, "linear", "plan torques, no feedback"),
@@ -135,6 +136,8 @@ def verify(model: FlexibleModel, reference, traj, settings: VerificationSettings
         cases[name] = _case_error(name, sims[name], y_ref, tool_ref, model.output_units, text)
     gains = {"kp": kp.tolist(), "kd": kd.tolist(), "bandwidth_hz": settings.pd_bandwidth_hz,
              "damping_ratio": settings.pd_damping_ratio}
+    if model.drives is not None:  # gains on the voltage; the torque gains they come from
+        gains.update(unit="V/rad, V s/rad", kp_torque=kp_torque.tolist(), kd_torque=kd_torque.tolist())
     return VerificationReport(cases, sims, gains, settings.rtol, offset, skipped, case_set)
 
 
@@ -142,6 +145,8 @@ def _baseline_runs(model, reference, traj, t, q0, guess, kp, kd) -> dict:
     """The plan's torques as a cubic spline, the rigid-model feedforward and PD alone (full set)."""
     rigid = rigid_feedforward(model, reference, t, guess)
     none = pd_only(model, reference, t, guess, rigid=rigid)
+    if model.drives is not None:  # the rigid torques as the voltages that make them (PD only: zero volts)
+        rigid.u = model.drives.voltage_table(t, rigid.dqm, rigid.u)[0]
     return {
         "feedforward_open_loop_cubic_u": (model, traj.u, None, q0, "cubic",
                                           "plan torques as a cubic spline, no feedback"),
@@ -181,8 +186,9 @@ def _case_error(name, sim: SimResult, y_ref, tool_ref, units, text) -> CaseError
     else:  # joint-space reference: the tool point against the rigid tool path it implies
         e = 1000.0 * np.linalg.norm(sim.tool - tool_ref, axis=1)
     e_ang = 1000.0 * np.linalg.norm(sim.y[:, ang] - y_ref[:, ang], axis=1) if ang else None  # mrad
+    torque = sim.u_applied if sim.torque is None else sim.torque
     return CaseError(name, float(e.max()), float(np.sqrt(np.mean(e**2))), float(e[0]), float(e[-1]),
-                     np.abs(sim.u_applied).max(axis=0).tolist(), text,
+                     np.abs(torque).max(axis=0).tolist(), text,
                      None if e_ang is None else float(e_ang.max()),
                      None if e_ang is None else float(np.sqrt(np.mean(e_ang**2))))
 
@@ -195,7 +201,8 @@ def _rest_state(plant: FlexibleModel, u0, pd: MotorPD | None, q_guess) -> np.nda
     if pd is not None:
         motor = L.motor_of_input
         u = u + ca.DM(pd.kp) * (ca.DM(pd.qm_ref[0]) - q[motor]) + ca.DM(pd.kd) * ca.DM(pd.dqm_ref[0])
-    res = plant.equations_of_motion(q, ca.DM.zeros(L.nq), ca.DM.zeros(L.nq), u)
+    zero = ca.DM.zeros(L.nq)
+    res = plant.equations_of_motion(q, zero, zero, plant.steady_torque(q, zero, u))
     G = ca.Function("rest", [q], [res])
     solver = ca.rootfinder("rest", "newton", G, {"abstol": 1e-10, "max_iter": 100, "error_on_fail": False})
     qs = np.array(solver(q_guess)).ravel()

@@ -1,0 +1,1 @@
+"""Feedback control laws and closed-loop simulations (see the modules)."""

@@ -245,6 +245,8 @@ for form, marker in zip(FORMS, "osd"):
         axs[0].loglog(sub["h [ms]"], sub["u error / peak"], marker=marker, color=color, ls="-",
                       label=f"{form}, BDF-{k}" if form == "I1" or len(ORDERS) < 3 else None)
         axs[1].loglog(sub["loop [ms]"], sub["u error / peak"], marker=marker, color=color, ls="", alpha=0.8)
+axs[0].set_xticks([h * 1e3 for h in STEPS], [f"{h * 1e3:g}" for h in STEPS])
+axs[0].minorticks_off()
 axs[0].set(xlabel="h [ms]", ylabel="max |u - u_ref| / peak", title="E12: torque error vs step (o I3, s I2, d I1)")
 axs[1].set(xlabel="stepping loop [ms]", ylabel="max |u - u_ref| / peak", title="work-precision (colour: order)")
 axs[0].legend(fontsize=7, ncol=2)

@@ -131,12 +131,15 @@ plt.show()
 
 # %%
 fig, axs = plt.subplots(1, 2, figsize=(13, 4))
-for name, marker in zip(PROBLEMS, "os"):
-    for label in METHODS:
-        sub = compare[(compare.problem == name) & (compare.method == label)].sort_values("h [ms]")
-        axs[0].loglog(sub["h [ms]"], sub["with PD [mm]"], marker=marker, label=f"{name} {label}, with PD")
-        axs[0].loglog(sub["h [ms]"], sub["open loop [mm]"], marker=marker, ls=":", label=f"{name} {label}, open loop")
-        axs[1].loglog(sub["inverse dynamics [s]"], sub["with PD [mm]"], marker=marker, ls="", label=f"{name} {label}")
+for i, (name, label) in enumerate((n, m) for n in PROBLEMS for m in METHODS):
+    sub = compare[(compare.problem == name) & (compare.method == label)].sort_values("h [ms]")
+    style = dict(color=f"C{i}", marker="os"[list(PROBLEMS).index(name)])
+    axs[0].loglog(sub["h [ms]"], sub["with PD [mm]"], **style, label=f"{name} {label}, with PD")
+    axs[0].loglog(sub["h [ms]"], sub["open loop [mm]"], **style, ls=":", mfc="none", label=f"{name} {label}, open loop")
+    axs[1].loglog(sub["inverse dynamics [s]"], sub["with PD [mm]"], **style, ls="", label=f"{name} {label}")
+steps = sorted({h * 1e3 for v in STEPS.values() for h in v})
+axs[0].set_xticks(steps, [f"{h:g}" for h in steps], minor=False)
+axs[0].minorticks_off()
 axs[0].set(xlabel="h [ms]", ylabel="max tool error [mm]", title="verified tool error vs step")
 axs[1].set(xlabel="inverse dynamics [s]", ylabel="max tool error with PD [mm]", title="error vs planning time")
 for ax in axs:

@@ -197,9 +197,15 @@ axs[0].set(xlabel="pre/post-actuation T [s]", ylabel="max tool error [mm]", titl
            ylim=(0.3 * min(pre["with PD [mm]"].min(), pre["open loop [mm]"].min()), None))
 axs[0].legend(fontsize=8)
 for T, res in pre_results.items():
-    axs[1].plot(res.trajectory.t, res.trajectory.u[:, 0] / 1e3, lw=1, label=f"T = {T:g} s")
-axs[1].axvspan(0, nmp.reference_spec.duration + 0.02, color="grey", alpha=0.15, label="path (rest + motion)")
-axs[1].set(xlabel="t [s]", ylabel="u [kN m]", title="non-causal torques: acting before the motion starts")
+    axs[1].semilogy(res.trajectory.t, np.abs(res.trajectory.u[:, 0]), lw=1, label=f"T = {T:g} s")
+start = nmp.reference_spec.rest_before
+longest_plan = pre_results[max(pre_results)].trajectory
+t_ahead = np.linspace(-max(pre_results), start, 50)
+u_start = abs(np.interp(start, longest_plan.t, longest_plan.u[:, 0]))
+axs[1].semilogy(t_ahead, u_start * np.exp(z * (t_ahead - start)), "k:", label=f"exp(z t), z = {z:.1f} rad/s")
+axs[1].axvspan(start, start + nmp.reference_spec.duration, color="grey", alpha=0.15, label="motion")
+axs[1].set(xlabel="t [s]", ylabel="|u| [N m]", title="non-causal torques: acting before the motion starts",
+           xlim=(-max(PRE_ACTUATION_S) - 0.02, start + nmp.reference_spec.duration + 0.05), ylim=(1e-3, None))
 axs[1].legend(fontsize=8)
 fig.tight_layout()
 plt.show()

@@ -38,9 +38,11 @@ import ffopt
 import nbsupport
 
 SIZE = nbsupport.size()
+pd.set_option("display.max_colwidth", None)  # whole texts in the tables
 FULL = SIZE == "full"
 PROBLEMS = {"E1": nbsupport.problem("e1_complete"), "E12": nbsupport.problem("e12_line")}
-STEPS = {"E1": [5e-3, 2e-3, 1e-3] if FULL else [5e-3], "E12": [2e-3, 1e-3, 5e-4] if FULL else [1e-3]}
+STEP = {"E1": 5e-3, "E12": 1e-3}  # each problem file's own step: the plots and the conclusions
+STEPS = {"E1": [5e-3, 2e-3, 1e-3], "E12": [2e-3, 1e-3, 5e-4]} if FULL else {name: [h] for name, h in STEP.items()}
 METHODS = {"BDF-6": {"method": "bdf", "order": 6}, "NLP": {"method": "nlp"}}
 CASES = ["feedforward_open_loop", "feedforward_pd", "rigid_feedforward_pd", "pd_only"]
 print(f"size {SIZE}: steps {({k: [h * 1e3 for h in v] for k, v in STEPS.items()})} ms; ffopt {ffopt.__version__}")
@@ -85,7 +87,7 @@ compare.round(4)
 # %%
 fig, axs = plt.subplots(1, 2, figsize=(14, 4.5))
 for ax, name in zip(axs, PROBLEMS):
-    h = STEPS[name][0] if not FULL else sorted(STEPS[name])[len(STEPS[name]) // 2]
+    h = STEP[name]
     for label in METHODS:
         res = results[(name, h, label)]
         for case, style in (("feedforward_open_loop", ":"), ("feedforward_pd", "-")):
@@ -108,10 +110,10 @@ plt.show()
 # feedforward (its feedforward plus the PD correction).
 
 # %%
-panels = [(name, joint) for name in PROBLEMS for joint in results[(name, STEPS[name][0], "BDF-6")].trajectory.actuated_joints]
+panels = [(name, joint) for name in PROBLEMS for joint in results[(name, STEP[name], "BDF-6")].trajectory.actuated_joints]
 fig, axs = plt.subplots(1, len(panels), figsize=(5.3 * len(panels), 4))
 for ax, (name, joint) in zip(axs, panels):
-    h = STEPS[name][0]
+    h = STEP[name]
     bdf = results[(name, h, "BDF-6")]
     for label in METHODS:
         df = results[(name, h, label)].to_dataframe()
@@ -142,6 +144,7 @@ axs[0].set_xticks(steps, [f"{h:g}" for h in steps], minor=False)
 axs[0].minorticks_off()
 axs[0].set(xlabel="h [ms]", ylabel="max tool error [mm]", title="verified tool error vs step")
 axs[1].set(xlabel="inverse dynamics [s]", ylabel="max tool error with PD [mm]", title="error vs planning time")
+axs[1].tick_params(which="minor", labelbottom=False)
 for ax in axs:
     ax.legend(fontsize=7)
 fig.tight_layout()
@@ -162,7 +165,7 @@ def torque_gap(a, b) -> float:
 c = nbsupport.Conclusions()
 at = compare.set_index(["problem", "h [ms]", "method"])
 for name in PROBLEMS:
-    h = STEPS[name][0] * 1e3
+    h = STEP[name] * 1e3
     bdf, nlp = at.loc[(name, h, "BDF-6")], at.loc[(name, h, "NLP")]
     rigid, none = at.loc[(name, h, "rigid + PD")], at.loc[(name, h, "PD only")]
     best = min(bdf["with PD [mm]"], nlp["with PD [mm]"])
@@ -185,8 +188,8 @@ for name in PROBLEMS:
           f"BDF {bdf['inverse dynamics [s]'] * 1e3:.0f} ms, NLP {nlp['inverse dynamics [s]'] * 1e3:.0f} ms "
           f"({nlp['inverse dynamics [s]'] / bdf['inverse dynamics [s]']:.0f}x; the NLP includes its BDF warm start)",
           nlp["inverse dynamics [s]"] > bdf["inverse dynamics [s]"])
-e12_pd = at.loc[("E12", STEPS["E12"][0] * 1e3, "BDF-6"), "with PD [mm]"]
-c.add("E12: the 0.1 mm target with BDF-6 + PD", f"{e12_pd:.3f} mm at h = {STEPS['E12'][0] * 1e3:g} ms", e12_pd < 0.1)
+e12_pd = at.loc[("E12", STEP["E12"] * 1e3, "BDF-6"), "with PD [mm]"]
+c.add("E12: the 0.1 mm target with BDF-6 + PD", f"{e12_pd:.3f} mm at h = {STEP['E12'] * 1e3:g} ms", e12_pd < 0.1)
 if FULL:
     for name in PROBLEMS:
         for label in METHODS:

@@ -37,6 +37,7 @@ import ffopt
 import nbsupport
 
 SIZE = nbsupport.size()
+pd.set_option("display.max_colwidth", None)  # whole texts in the tables
 FULL = SIZE == "full"
 # bounds as fractions of the exact-tracking peak torques; 2.0: a bound that is never reached
 BOUND_FRACTIONS = [2.0, 0.95, 0.9, 0.85, 0.8, 0.75, 0.7, 0.65, 0.6] if FULL else [2.0, 0.88, 0.7]

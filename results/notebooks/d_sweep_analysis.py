@@ -51,6 +51,7 @@ sys.path.insert(0, str(nbsupport.ROOT / "results"))
 import e12_sweep_map  # noqa: E402  (the classification and the map of the shipped study)
 
 SIZE = nbsupport.size()
+pd.set_option("display.max_colwidth", None)  # whole texts in the tables
 FULL = SIZE == "full"
 SWEEP_FILE = nbsupport.ROOT / "problems" / "sweeps" / "e12_stiffness_duration.toml"
 data = tomllib.loads(SWEEP_FILE.read_text())

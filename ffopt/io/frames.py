@@ -51,7 +51,8 @@ def simulation_frame(traj: Trajectory, sim) -> pd.DataFrame:
     joints = traj.actuated_joints
     cols = [("t", "s", "time", sim.t)]
     cols += [(f"u_{j}", "N m", f"motor torque applied, joint {j}", sim.u_applied[:, i]) for i, j in enumerate(joints)]
-    cols += [(f"tool_{c}_mm", "mm", f"simulated tool position {c}", 1000.0 * sim.tool[:, i]) for i, c in enumerate("xyz")]
+    cols += [(f"tool_{c}_mm", "mm", f"simulated tool position {c}", 1000.0 * sim.tool[:, i])
+             for i, c in enumerate("xyz")]
     position = [i for i, name in enumerate(traj.output_names) if name in LENGTH_OUTPUTS]
     for i, name in enumerate(traj.output_names):
         length = name in LENGTH_OUTPUTS

@@ -109,13 +109,6 @@ def timed_plan(problem, repeats=REPEATS, **settings):
     return runs[-1], call, loop
 
 
-def torque_error(result, reference) -> float:
-    """max |u - u_ref| over time and motors, relative to the reference's peak torque."""
-    t, u = result.trajectory.t, result.trajectory.u
-    u_ref = np.column_stack([np.interp(t, reference.trajectory.t, col) for col in reference.trajectory.u.T])
-    return float(np.abs(u - u_ref).max() / np.abs(reference.trajectory.u).max())
-
-
 def family_table(problem, settings, methods, published, reference_of, repeats_of=lambda m: REPEATS):
     rows, results = [], {}
     for k, h in settings:
@@ -129,7 +122,7 @@ def family_table(problem, settings, methods, published, reference_of, repeats_of
                 continue
             results[(k, h, label)] = res
             rows.append({**row, "status": "ok", "loop [ms]": loop * 1e3, "call [ms]": call * 1e3,
-                         "u error / peak": torque_error(res, reference),
+                         "u error / peak": nbsupport.torque_difference(res, reference),
                          "published [s]": published.get((k, h), {}).get(label, np.nan),
                          "engine": res.trajectory.stats.get("engine", "compiled")})
     return pd.DataFrame(rows), results
@@ -235,7 +228,8 @@ for form in FORMS:
     for k in ORDERS:
         for h in STEPS:
             res, call, loop = timed_plan(e12, 3 if FULL else 1, method="bdf", form=form, order=k, step=h)
-            grid_rows.append({"form": form, "order": k, "h [ms]": h * 1e3, "u error / peak": torque_error(res, e12_ref),
+            grid_rows.append({"form": form, "order": k, "h [ms]": h * 1e3,
+                              "u error / peak": nbsupport.torque_difference(res, e12_ref),
                               "loop [ms]": loop * 1e3, "call [ms]": call * 1e3})
 grid = pd.DataFrame(grid_rows)
 fig, axs = plt.subplots(1, 2, figsize=(13, 4.5))
@@ -325,7 +319,7 @@ for k, h in PUBLISHED_E12_S:
     c.add(f"E12, BDF-{k}, h = {h * 1e3:g} ms: time of I2, I1 / I3",
           f"I2 {sub.loc['I2', 'loop / I3']:.2f}, I1 {sub.loc['I1', 'loop / I3']:.2f} (compiled loop)", None,
           f"I2 {sub.loc['I2', 'published / I3']:.2f}, I1 {sub.loc['I1', 'published / I3']:.2f}")
-km_err = torque_error(e12_results[(6, 1e-3, "KM")], e12_results[(6, 1e-3, "I1")])
+km_err = nbsupport.torque_difference(e12_results[(6, 1e-3, "KM")], e12_results[(6, 1e-3, "I1")])
 c.add("E12: Kunkel-Mehrmann (KM) solves it",
       f"yes ({'fallback engine' if km.get('engine_fallback') else km.get('engine')}); BDF-6, 1 ms: u within {km_err:.1e} "
       "of the peak from I1", km_err < 1e-3, "no solution found")

@@ -123,7 +123,8 @@ for fraction in BOUND_FRACTIONS:
     res = ffopt.plan(bounded.with_values({"nlp.torque_max": (fraction * peak).tolist(), "nlp.tracking": "penalty"}),
                      method="nlp")
     table = res.verification_dataframe()
-    cost_rows.append({"bound / exact peak": fraction, "planned error [mm]": res.trajectory.stats["planned_tool_error_max_mm"],
+    cost_rows.append({"bound / exact peak": fraction,
+                      "planned error [mm]": res.trajectory.stats["planned_tool_error_max_mm"],
                       "open loop [mm]": table.loc["feedforward_open_loop", "max_mm"],
                       "with PD [mm]": table.loc["feedforward_pd", "max_mm"],
                       "bound use": float((np.abs(res.trajectory.u).max(axis=0) / (fraction * peak)).max()),

@@ -149,7 +149,8 @@ print(again.text())
 c = nbsupport.Conclusions()
 counts = df["status"].value_counts()
 c.add("every run is in the table (failed ones with their error)",
-      f"{len(df)} rows for {len(sweep.runs)} runs: {counts.get('ok', 0)} ok, {counts.drop('ok', errors='ignore').sum()} failed",
+      f"{len(df)} rows for {len(sweep.runs)} runs: {counts.get('ok', 0)} ok, "
+      f"{counts.drop('ok', errors='ignore').sum()} failed",
       len(df) == len(sweep.runs) and set(df["run_id"]) == {r.run_id for r in sweep.runs})
 c.add("a rerun recomputes nothing", f"{again.computed} computed, {again.skipped_ok} finished before",
       again.computed == 0 and again.skipped_ok == counts.get("ok", 0))

@@ -73,6 +73,16 @@ def require_cases(table, cases) -> None:
         raise AssertionError(f"verification cases {missing} missing (the table has {list(table.index)})")
 
 
+def torque_difference(result, reference) -> float:
+    """max |u - u_ref| over ``result``'s grid points and motors (the reference's torques linear between its
+    grid points) relative to the reference's peak torque."""
+    import numpy as np
+
+    t, u = result.trajectory.t, result.trajectory.u
+    u_ref = np.column_stack([np.interp(t, reference.trajectory.t, col) for col in reference.trajectory.u.T])
+    return float(np.abs(u - u_ref).max() / np.abs(reference.trajectory.u).max())
+
+
 class Conclusions:
     """The conclusion table of a notebook: one row per finding, with what ffopt measured, the published
     figure where there is one, and whether the claim holds (None: a measurement, no claim)."""
@@ -122,8 +132,8 @@ def execute(path: str | Path, size_: str = "ci", timeout: float = 600.0, write: 
         spec_dir.mkdir()
         spec = {"argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
                 "display_name": f"ffopt ({sys.executable})", "language": "python",
-                "env": {SIZE_VARIABLE: size_, "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE),
-                                                                                            os.environ.get("PYTHONPATH")]))}}
+                "env": {SIZE_VARIABLE: size_,
+                        "PYTHONPATH": os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")]))}}
         (spec_dir / "kernel.json").write_text(json.dumps(spec))
         km = KernelManager(kernel_name=KERNEL, kernel_spec_manager=KernelSpecManager(kernel_dirs=[tmp]))
         client = NotebookClient(nb, km=km, timeout=timeout, kernel_name=KERNEL,

@@ -9,7 +9,7 @@
 
 Scripts and notebooks: ``problem.with_values({...})`` (fields by dotted name), ``ffopt.problem_from_dict``,
 ``result.to_dataframe()``, ``result.verification_dataframe()``, ``result.plot_torques()``,
-``ffopt.load_plan(folder)``; sweeps: ``ffopt.sweep``.
+``result.simulation_dataframe(case)``, ``ffopt.load_plan(folder)``, ``ffopt.analyze(problem)``; sweeps: ``ffopt.sweep``.
 """
 
 __version__ = "0.1.0"
@@ -19,5 +19,16 @@ from ffopt.io.problem import Problem, load_problem, problem_from_dict  # noqa: E
 from ffopt.io.saved import SavedPlan, load_plan  # noqa: E402
 from ffopt.plan import PlanResult, plan  # noqa: E402
 
-__all__ = ["load_problem", "problem_from_dict", "plan", "load_plan", "Problem", "PlanResult", "SavedPlan",
+
+def analyze(problem, n_points: int = 41, frequency_points: int = 21):
+    """``ffopt analyze`` from Python: strangeness and structural index, eigenfrequencies along the path
+    and the zero dynamics (minimum phase or not) of a Problem or problem file. Returns an
+    ``AnalysisReport`` (``.to_dict()``: the JSON of ``ffopt analyze --json``; ``.text()``: its report)."""
+    from ffopt.analysis.report import analyze_problem
+
+    return analyze_problem(problem if isinstance(problem, Problem) else load_problem(problem), n_points,
+                           frequency_points)
+
+
+__all__ = ["load_problem", "problem_from_dict", "plan", "load_plan", "analyze", "Problem", "PlanResult", "SavedPlan",
            "FfoptError", "ProblemError", "PathError", "SolverError", "VerificationError", "__version__"]

@@ -92,6 +92,19 @@ class PlanResult:
         return None if self.verification is None else verification_frame(self.verification.to_dict(),
                                                                           self.trajectory.actuated_joints)
 
+    def simulation_dataframe(self, case: str = "feedforward_pd"):
+        """One verification simulation on the plan's grid: ``t``, the torque the motors applied
+        (``u_<joint>``: feedforward, + PD where the case has the loop), the simulated tool position
+        (``tool_x_mm`` ...), the outputs (``y_<output>_mm`` / rad) and ``error_mm``, the tool error over the
+        position outputs (its maximum is the case's ``max_mm``). Cases: ``verification_dataframe().index``."""
+        from ffopt.io.frames import simulation_frame
+
+        report = self._verified("simulation_dataframe")
+        if case not in report.simulations:
+            raise ProblemError(f"simulation_dataframe: no verification case {case!r} in this plan "
+                               f"(cases: {', '.join(report.simulations)})")
+        return simulation_frame(self.trajectory, report.simulations[case])
+
     def plot_torques(self):
         """Figure of the motor torques (with the bounds the plan enforced)."""
         from ffopt.io.plots import torque_figure

@@ -21,14 +21,12 @@ import time
 from pathlib import Path
 
 import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.colors import ListedColormap, LogNorm
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.colors import ListedColormap, LogNorm  # noqa: E402
-
-from ffopt.sweep import load_sweep, read_results, run_sweep  # noqa: E402
+from ffopt.sweep import load_sweep, read_results, run_sweep
 
 ROOT = Path(__file__).resolve().parents[1]
 SWEEP = ROOT / "problems" / "sweeps" / "e12_stiffness_duration.toml"
@@ -61,6 +59,14 @@ def classify(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def draw(study: pd.DataFrame, path: Path) -> None:
+    fig = map_figure(study)
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def map_figure(study: pd.DataFrame):
+    """Per bound: which plan (region), its verified error and its inverse-dynamics time over the grid
+    (also shown by results/notebooks/d_sweep_analysis.py)."""
     bounds = sorted(set(study["bound"]), reverse=True)
     ks = sorted(set(study["gear_stiffness"]))
     ts = sorted(set(study["duration"]))
@@ -81,8 +87,7 @@ def draw(study: pd.DataFrame, path: Path) -> None:
         _cells(row[2], sec, ts, ks, "magma_r", LogNorm(np.nanmin(study["solve_s"]), np.nanmax(study["solve_s"])),
                sec, "{:.2g}", f"{title}: inverse-dynamics time [s]")
     fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
+    return fig
 
 
 def _cells(ax, values, ts, ks, cmap, norm, labels, fmt, title):
@@ -182,6 +187,7 @@ def main() -> None:
     parser.add_argument("--out", default=str(ROOT / "out" / "e12_sweep"), help="sweep folder (resumed if it exists)")
     parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
+    matplotlib.use("Agg")  # files only (a notebook importing this module keeps its own backend)
     sweep = load_sweep(SWEEP)
     tic = time.perf_counter()
     report = run_sweep(sweep, args.out, workers=args.workers, progress=lambda line: print(line, flush=True))

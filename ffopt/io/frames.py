@@ -6,9 +6,10 @@ one loaded from disk (``ffopt.load_plan``) give the same tables.
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
-from ffopt.trajectory import Trajectory
+from ffopt.trajectory import LENGTH_OUTPUTS, Trajectory
 
 CASE_COLUMNS = ("max_mm", "rms_mm", "start_mm", "final_mm", "max_mrad", "rms_mrad")
 
@@ -43,3 +44,22 @@ def verification_frame(report: dict, joints: list[str]) -> pd.DataFrame:
     df.attrs["units"] = {**{c: c.rsplit("_", 1)[1] for c in df.columns if c in CASE_COLUMNS},
                          **{c: "N m" for c in df.columns if c.startswith("peak_u_")}}
     return df
+
+
+def simulation_frame(traj: Trajectory, sim) -> pd.DataFrame:
+    """A verification simulation (``ffopt.sim.plant.SimResult`` on the plan's grid) as a DataFrame with units."""
+    joints = traj.actuated_joints
+    cols = [("t", "s", "time", sim.t)]
+    cols += [(f"u_{j}", "N m", f"motor torque applied, joint {j}", sim.u_applied[:, i]) for i, j in enumerate(joints)]
+    cols += [(f"tool_{c}_mm", "mm", f"simulated tool position {c}", 1000.0 * sim.tool[:, i])
+             for i, c in enumerate("xyz")]
+    position = [i for i, name in enumerate(traj.output_names) if name in LENGTH_OUTPUTS]
+    for i, name in enumerate(traj.output_names):
+        length = name in LENGTH_OUTPUTS
+        cols.append((f"y_{name}_mm" if length else f"y_{name}", "mm" if length else "rad",
+                     f"simulated output {name}", (1000.0 if length else 1.0) * sim.y[:, i]))
+    if position:
+        error = 1000.0 * np.linalg.norm(sim.y[:, position] - traj.y_ref[:, position], axis=1)
+        cols.append(("error_mm", "mm", "tool error over the position outputs", error))
+    return frame_with_units({name: values for name, _, _, values in cols},
+                            [{"name": n, "unit": u, "meaning": m} for n, u, m, _ in cols])

@@ -140,8 +140,8 @@ def test_ptp_profile_is_the_library_kinematic_ptp():
 
 def test_chosen_order_for_e12_and_the_r3():
     """The torque through an elastic gear follows the path's 4th derivative (3 with the damper:
-    Pantelides), a direct drive's the 2nd; a raw step needs order 5 for a continuous torque (6 by
-    default), a raw ptp (acceleration jumps) 3 (4 by default)."""
+    Pantelides), a direct drive's the 2nd, the r3 with full rotor coupling the 6th; a raw step needs
+    order 5 for a continuous torque (6 by default), a raw ptp (acceleration jumps) 3 (4 by default)."""
     e12, r3 = load_problem(E12), load_problem(R3)
     assert (reference_smoothness(e12.model).damped, reference_smoothness(e12.model).undamped) == (3, 4)
     assert (reference_smoothness(r3.model).damped, reference_smoothness(r3.model).undamped) == (3, 4)
@@ -149,6 +149,11 @@ def test_chosen_order_for_e12_and_the_r3():
     info = r3.reference_spec.params["info"]
     assert (info["order"], info["order_required"], info["order_source"]) == (4, 3, "derived")
     assert load_problem(R3_PTP).reference_spec.params["info"]["order"] == 4
+    full = tomllib.loads(R3.read_text())
+    full["model"]["rotor_coupling"] = "full"  # link rows with motor accelerations: 6 without dampers, 4 with
+    p = problem_from_dict(full)
+    assert (reference_smoothness(p.model).damped, reference_smoothness(p.model).undamped) == (4, 6)
+    assert p.reference_spec.params["info"]["order"] == 6
     d = tomllib.loads(E12.read_text())
     d["reference"] = {"kind": "prefilter", "raw": "step", "start_mm": [2146.0, -345.0], "end_mm": [1146.0, 1645.0],
                       "cutoff_hz": 2.0, "joint_guess": [0.0, 0.3, 0.0]}

@@ -9,7 +9,10 @@ Joints (conventions in ``ffopt.models.chain``): frames by ``origin`` + ``rpy_deg
 ``rotation``; drive data on the arm side or on the motor side with ``gear_ratio`` (``MOTOR_SIDE``:
 arm side = motor side x ratio^2, Coulomb friction x |ratio|); a passive joint with ``axes`` and
 ``stiffness_matrix`` / ``damping_matrix`` is a multi-axis elastic bearing, expanded into revolute
-joints ``name_1``, ``name_2``, ... with one coupled spring (``SpringGroup``).
+joints ``name_1``, ``name_2``, ... with one coupled spring (``SpringGroup``). Nonlinear springs
+(``stiffness_knees`` / ``stiffness_slopes`` / ``knee_width``, ``stiffness_polynomial``) and friction
+(Coulomb, viscous, Stribeck on the motor side, ``link_*`` on the link side) are the laws of
+``ffopt.models.flexible.spring_torque`` and ``friction_torque``.
 """
 
 from __future__ import annotations

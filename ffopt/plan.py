@@ -42,6 +42,7 @@ class PlanResult:
             "wall_time_s": self.timings,
             "peak_torque_Nm": np.abs(tr.torques).max(axis=0).tolist(),
             **drives,
+            "reference": reference_summary(self.problem.reference),
             "verification": None if self.verification is None else self.verification.to_dict(),
             "versions": versions(),
         }
@@ -129,6 +130,28 @@ class PlanResult:
         return self.verification
 
 
+def reference_summary(reference) -> dict:
+    """The reference's time line, and for a prefiltered one the filter (order and why, cutoff, settling)."""
+    out = {"time_law": reference.time_law, "t_motion_start_s": reference.t_motion_start,
+           "t_motion_end_s": reference.t_motion_end, "t_end_s": reference.t_end}
+    if getattr(reference, "prefilter", None):
+        out["prefilter"] = reference.prefilter
+    return out
+
+
+def prefilter_message(info: dict) -> str:
+    """One line for the plan's progress output: which prefilter order and why, and the horizon
+    (the full reasoning is in summary.json, reference.prefilter.order_reason)."""
+    jump = {0: "value", 2: "acceleration"}.get(info["raw_jump_derivative"], f"derivative {info['raw_jump_derivative']}")
+    why = (f"the torque follows the path's derivative {info['path_derivatives_needed']} and the raw {info['raw']} "
+           f"jumps in {jump}: >= {info['order_required']} for a continuous torque")
+    source = f"{why}, + 1 for BDF" if info["order_source"] == "derived" else f"reference.order; {why}"
+    return (f"reference: Butterworth prefilter of order {info['order']} ({source}), cutoff {info['cutoff_hz']:g} Hz, "
+            f"delay {info['delay_s'] * 1e3:.0f} ms; it settles to {info['settle_tolerance']:g} of the move "
+            f"{info['settling_time_s']:.3f} s after the raw {info['raw']} ends ({info['raw_end_s']:.3f} s): horizon "
+            f"extended to t_end = {info['t_end_s']:.3f} s including rest_after")
+
+
 def output_files(plots: bool, verification: bool) -> list[str]:
     """The files ``PlanResult.save`` writes (for checking an output folder before planning)."""
     from ffopt.io.plots import plot_names
@@ -177,6 +200,8 @@ def plan(problem: Problem | str | Path, method: str | None = None, order: int | 
     timings = {}
     model, reference = problem.model, problem.reference
     guess = problem.reference_spec.joint_guess
+    if getattr(reference, "prefilter", None):
+        say(prefilter_message(reference.prefilter))
 
     tic = time.perf_counter()
     say("checking the path (rigid inverse kinematics, workspace, singularities)")

@@ -372,3 +372,63 @@ def structural_analysis(model, reference, form: str = "I3", qa_guess=None,
         structural_index=nu_s, differential_index=nu_d,
         dummy_derivatives=[(var[j], int(k)) for j, k in sorted(dummies)],
         algebraic=algebraic, differential=differential, pryce_agrees=agrees)
+
+
+# --- how smooth the reference must be ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReferenceSmoothness:
+    """How many derivatives of the output path theta(t) the inverse model needs.
+
+    ``damped``: Pantelides' differentiation count of the path rows Gamma(qa) = theta(t) in the complete
+    inverse model (states and motor torques u unknown): the exact inverse contains theta^(damped)
+    (3 through a damped elastic gear, 2 for direct drives). ``undamped``: the same count with every
+    spring's damper left out (4 through an elastic gear). ``derivatives``: the larger of the two, the
+    one ffopt asks the reference for. A damper D in parallel with a spring K smooths the torque only
+    on its own time scale D/K (0.1-1.3 ms on the Manutec r3's gears): a jump of the path's derivative
+    ``undamped`` still becomes a torque step within D/K, which a BDF step of 1 ms cannot resolve.
+    """
+
+    damped: int
+    undamped: int
+
+    @property
+    def derivatives(self) -> int:
+        return max(self.damped, self.undamped)
+
+    def explain(self) -> str:
+        if self.damped == self.undamped:
+            return f"the inverse model contains the {_ordinal(self.derivatives)} derivative of the path (Pantelides)"
+        return (f"the motor torque follows the {_ordinal(self.undamped)} derivative of the path (Pantelides: "
+                f"{self.undamped} without the spring dampers, {self.damped} with them, but a damper smooths only on "
+                "its time scale D/K, far below a BDF step)")
+
+
+def _ordinal(k: int) -> str:
+    return {1: "1st", 2: "2nd", 3: "3rd"}.get(k, f"{k}th")
+
+
+def reference_smoothness(model) -> ReferenceSmoothness:
+    """Pantelides on the inverse model with u unknown, with and without the spring dampers."""
+    from dataclasses import replace
+
+    chain = model.chain
+    undamped = replace(chain, joints=tuple(replace(j, damping=0.0) for j in chain.joints),
+                       spring_groups=tuple(replace(g, damping=np.zeros_like(g.damping)) for g in chain.spring_groups))
+    return ReferenceSmoothness(_path_differentiations(model), _path_differentiations(model.variant(undamped)))
+
+
+def _path_differentiations(model) -> int:
+    """Pantelides on x = [q; v; u] with rows q' - v, the link rows without u, u - input_torque(q, v, v')
+    and the path rows Gamma(qa) (theta(t) does not change the incidence): the path rows' count."""
+    L = model.layout
+    nq, nu = L.nq, L.n_u
+    x, xd = ca.SX.sym("x", 2 * nq + nu), ca.SX.sym("xd", 2 * nq + nu)
+    q, v, u = x[:nq], x[nq:2 * nq], x[2 * nq:]
+    a = xd[nq:2 * nq]
+    rows = [xd[:nq] - v, model.unactuated_link_rows(q, v, a), u - model.input_torque(q, v, a),
+            model.output(q[: L.n_link])]
+    F = ca.Function("inverse_model", [ca.SX.sym("t"), x, xd], [ca.vertcat(*rows)])
+    c, _, _ = pantelides(incidence(F))
+    return int(c[-nu:].max())

@@ -9,7 +9,10 @@ Joints (conventions in ``ffopt.models.chain``): frames by ``origin`` + ``rpy_deg
 ``rotation``; drive data on the arm side or on the motor side with ``gear_ratio`` (``MOTOR_SIDE``:
 arm side = motor side x ratio^2, Coulomb friction x |ratio|); a passive joint with ``axes`` and
 ``stiffness_matrix`` / ``damping_matrix`` is a multi-axis elastic bearing, expanded into revolute
-joints ``name_1``, ``name_2``, ... with one coupled spring (``SpringGroup``).
+joints ``name_1``, ``name_2``, ... with one coupled spring (``SpringGroup``). Nonlinear springs
+(``stiffness_knees`` / ``stiffness_slopes`` / ``knee_width``, ``stiffness_polynomial``) and friction
+(Coulomb, viscous, Stribeck on the motor side, ``link_*`` on the link side) are the laws of
+``ffopt.models.flexible.spring_torque`` and ``friction_torque``.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from ffopt.io.flexible_links import FLEXIBLE_SCHEMA, parse_flexible_links
 from ffopt.io.reference_spec import ReferenceSpec, parse_reference
 from ffopt.io.schema import Field, Validator, non_negative, positive
 from ffopt.models.chain import JOINT_KINDS, ROTOR_COUPLINGS, Body, Chain, Joint, SpringGroup, rotation_rpy
-from ffopt.models.flexible import AXES, ORIENTATION, FlexibleModel
+from ffopt.models.flexible import AXES, COULOMB_SMOOTHING, ORIENTATION, FlexibleModel
 from ffopt.nlp import settings as nlp_settings
 
 BDF_FORMS = ("I3", "I2", "I1")
@@ -63,9 +66,17 @@ MOTOR_SIDE = {
     "rotor_inertia": ("motor_inertia", 2),
     "viscous_friction_motor_side": ("viscous_friction", 2),
     "coulomb_friction_motor_side": ("coulomb_friction", 1),
+    "stribeck_friction_motor_side": ("stribeck_friction", 1),
+    "stribeck_velocity_motor_side": ("stribeck_velocity", -1),
+    "coulomb_smoothing_motor_side": ("coulomb_smoothing", -1),
 }
 _DRIVE_UNITS = {"stiffness": "N m/rad", "damping": "N m s/rad", "motor_inertia": "kg m^2",
-                "viscous_friction": "N m s/rad", "coulomb_friction": "N m"}  # per rad of the motor on its side
+                "viscous_friction": "N m s/rad", "coulomb_friction": "N m", "stribeck_friction": "N m",
+                "stribeck_velocity": "rad/s", "coulomb_smoothing": "rad/s"}  # per rad of the motor on its side
+# Nonlinear spring and friction keys (ffopt.models.flexible.spring_torque / friction_torque), arm side.
+SPRING_LAW = ("stiffness_knees", "stiffness_slopes", "knee_width", "stiffness_polynomial")
+MOTOR_FRICTION = ("viscous_friction", "coulomb_friction", "stribeck_friction", "stribeck_velocity")
+LINK_FRICTION = ("link_viscous_friction", "link_coulomb_friction")
 JOINT_SCHEMA = {
     "name": Field("str", required=True,
                   doc="joint name: letters, digits, _, -, . (names the CSV columns u_<name>, q_<name>, ... and "
@@ -110,12 +121,25 @@ JOINT_SCHEMA = {
     "gear_ratio": Field("float", doc="motor angle / joint angle (signed); needed for motor-side data and "
                                      "rotor_coupling = \"full\"; default 1"),
     **{k: Field("float", check=non_negative, unit=_DRIVE_UNITS[a],
-                doc=f"{a} on the motor side (data sheet), instead of {a}: arm side = value x "
-                    + ("|gear_ratio|" if p == 1 else f"gear_ratio^{p}"))
-       for k, (a, p) in MOTOR_SIDE.items()},
+                doc=f"{a} on the motor side (data sheet), instead of {a}: arm side = value "
+                    + {1: "x |gear_ratio|", -1: "/ |gear_ratio|"}.get(p, f"x gear_ratio^{p}"))
+       for k, (a, p) in MOTOR_SIDE.items()},  # p = -1: arm side = value / |gear_ratio| (a speed)
     "rotor_inertia_transverse": Field("float", default=0.0, check=non_negative, unit="kg m^2",
                                       doc="rotor inertia about a diameter, full rotor coupling"),
     "rotor_axis": Field("vector", length=3, doc="rotor axis in the preceding body's frame (default: joint axis)"),
+    "stiffness_knees": Field("vector", unit="rad", doc="deflections (increasing, > 0) where the spring's slope changes"),
+    "stiffness_slopes": Field("vector", unit="N m/rad", doc="slope beyond each knee (> 0): piecewise-linear spring"),
+    "knee_width": Field("float", check=positive, unit="rad", doc="rounding width of each knee"),
+    "stiffness_polynomial": Field("vector", doc="odd stiffening terms: coefficients of d^3, d^5, ... (>= 0; "
+                                                "N m/rad^3, N m/rad^5, ...)"),
+    "coulomb_smoothing": Field("float", check=positive, unit="rad/s",
+                               doc="tanh width of the Coulomb/Stribeck friction (default 1e-3)"),
+    "stribeck_friction": Field("float", check=non_negative, unit="N m", doc="breakaway friction above Coulomb"),
+    "stribeck_velocity": Field("float", check=positive, unit="rad/s", doc="Stribeck velocity"),
+    "link_viscous_friction": Field("float", default=0.0, check=non_negative, unit="N m s/rad",
+                                   doc="link-side bearing viscous friction"),
+    "link_coulomb_friction": Field("float", default=0.0, check=non_negative, unit="N m",
+                                   doc="link-side bearing Coulomb friction"),
     "flexible": Field("table", default=None, schema=FLEXIBLE_SCHEMA,
                       doc="the body is a flexible beam (assumed modes), e.g. flexible = { modes = 2, EI = 1.0e5, "
                           "length = 6.0, mass = 140.0 }"),
@@ -515,15 +539,17 @@ def _arm_side(v: Validator, j: dict, where: str, coupling: str) -> dict:
     if ratio is not None and abs(ratio) < 1e-12:
         v.fail(f"{where}.gear_ratio", "must be non-zero")
     out = {k: j[k] for k in ("stiffness", "stiffness_cubic", "damping", "motor_inertia", "viscous_friction",
-                             "coulomb_friction", "rotor_inertia_transverse")}
+                             "coulomb_friction", "rotor_inertia_transverse", "coulomb_smoothing",
+                             "stribeck_friction", "stribeck_velocity", *LINK_FRICTION)}
     for key, (arm, power) in MOTOR_SIDE.items():
         if j[key] is None:
             continue
         if ratio is None:
             v.fail(f"{where}.{key}", "motor-side data need gear_ratio (arm side = motor side x gear_ratio^2)")
-        if out[arm] != 0.0:
+        if out[arm] not in (0.0, None):
             v.fail(f"{where}.{key}", f"give either {arm} (arm side) or {key} (motor side), not both")
         out[arm] = j[key] * abs(ratio) ** power
+    out.update(_spring_friction_laws(v, j, where, out))
     is_actuated = j["kind"] != "passive"
     if not is_actuated:
         for key in ("gear_ratio", "rotor_inertia", "rotor_axis", "motor_inertia"):
@@ -535,6 +561,61 @@ def _arm_side(v: Validator, j: dict, where: str, coupling: str) -> dict:
     out["gear_ratio"] = 1.0 if ratio is None else float(ratio)
     out["rotor_axis"] = None if j["rotor_axis"] is None else _unit(v, j["rotor_axis"], f"{where}.rotor_axis")
     return out
+
+
+def _spring_friction_laws(v: Validator, j: dict, where: str, out: dict) -> dict:
+    """The nonlinear spring and friction keys checked against the joint kind and each other (arm side)."""
+    kind = j["kind"]
+    if kind == "direct":
+        for key in (*SPRING_LAW, "stiffness_cubic"):
+            if j[key] not in (None, 0.0):
+                v.fail(f"{where}.{key}", "a direct joint has no spring (it is actuated rigidly)")
+        for key in LINK_FRICTION:
+            if out[key]:
+                v.fail(f"{where}.{key}", f"a direct joint's link and motor turn together: give its bearing friction "
+                       f"as {key.removeprefix('link_')}")
+    if kind == "passive":
+        for key in MOTOR_FRICTION:
+            if out[key] not in (None, 0.0):
+                v.fail(f"{where}.{key}", "a passive joint has no motor: its bearing friction is "
+                       "link_viscous_friction / link_coulomb_friction (or damping)")
+    knees, slopes, width = j["stiffness_knees"], j["stiffness_slopes"], j["knee_width"]
+    if (knees is None) != (slopes is None):
+        v.fail(f"{where}.{'stiffness_slopes' if slopes is None else 'stiffness_knees'}",
+               "missing: a piecewise-linear spring needs stiffness_knees (rad) and stiffness_slopes (one slope "
+               "beyond each knee)")
+    if knees is not None:
+        k = np.array(knees)
+        if len(slopes) != len(k) or len(k) == 0:
+            v.fail(f"{where}.stiffness_slopes", f"expected {len(k)} slopes (one beyond each knee), got {len(slopes)}")
+        if k[0] <= 0 or np.any(np.diff(k) <= 0):
+            v.fail(f"{where}.stiffness_knees", f"must be increasing deflections > 0 (rad), got {list(knees)}")
+        if min(slopes) <= 0:
+            v.fail(f"{where}.stiffness_slopes", f"must be > 0 (a monotone spring), got {list(slopes)}")
+        if width is None:
+            v.fail(f"{where}.knee_width", "missing: the knees are rounded over knee_width (rad) so that the inverse "
+                   "model can differentiate the spring law; the law then differs from the sharp one by at most "
+                   "|slope change| x knee_width x log 2")
+        gap = min(np.diff(np.r_[0.0, k]))
+        if width > 0.5 * gap:
+            v.fail(f"{where}.knee_width", f"{width:g} rad rounds over more than half the smallest knee distance "
+                   f"({gap:g} rad); use a smaller width")
+    elif width is not None:
+        v.fail(f"{where}.knee_width", "without stiffness_knees there is no knee to round")
+    poly = j["stiffness_polynomial"]
+    if poly is not None:
+        if j["stiffness_cubic"]:
+            v.fail(f"{where}.stiffness_polynomial", "give either stiffness_cubic or stiffness_polynomial (whose first "
+                   "entry is the d^3 coefficient), not both")
+        if min(poly) < 0:
+            v.fail(f"{where}.stiffness_polynomial", f"coefficients must be >= 0 (a stiffening, monotone spring), got "
+                   f"{list(poly)}; for a softening gear use stiffness_knees with smaller slopes")
+    if out["stribeck_friction"] and not out["stribeck_velocity"]:
+        v.fail(f"{where}.stribeck_velocity", "missing: stribeck_friction decays over stribeck_velocity (rad/s)")
+    return {"stiffness_knees": tuple(knees or ()), "stiffness_slopes": tuple(slopes or ()),
+            "knee_width": width or 0.0, "stiffness_polynomial": tuple(poly or ()),
+            "coulomb_smoothing": out["coulomb_smoothing"] or COULOMB_SMOOTHING,
+            "stribeck_friction": out["stribeck_friction"] or 0.0, "stribeck_velocity": out["stribeck_velocity"] or 0.0}
 
 
 def _bearing(v: Validator, j: dict, where: str, rotation: np.ndarray, body: Body, first_index: int):
@@ -554,6 +635,9 @@ def _bearing(v: Validator, j: dict, where: str, rotation: np.ndarray, body: Body
     for key in ("stiffness", "damping", "stiffness_cubic"):
         if j[key] != 0.0:
             v.fail(f"{where}.{key}", f"a multi-axis bearing takes {key.split('_')[0]}_matrix ({k}x{k}), not {key}")
+    for key in (*SPRING_LAW, *LINK_FRICTION):
+        if j[key] not in (None, 0.0):
+            v.fail(f"{where}.{key}", "a multi-axis bearing has a linear spring (stiffness_matrix, damping_matrix)")
     K = _spd(v, j["stiffness_matrix"], k, f"{where}.stiffness_matrix", definite=True)
     D = _spd(v, j["damping_matrix"], k, f"{where}.damping_matrix", definite=False)
     massless = Body(0.0, np.zeros(3), np.zeros((3, 3)))

@@ -88,7 +88,7 @@ class Joint:
     damping: float = 0.0  # N m s/rad, arm side
     motor_inertia: float = 0.0  # kg m^2, arm side (elastic_gear and direct)
     viscous_friction: float = 0.0  # N m s/rad, motor bearing, arm side
-    coulomb_friction: float = 0.0  # N m, motor bearing, arm side, smoothed with tanh(dq / 1e-3)
+    coulomb_friction: float = 0.0  # N m, motor bearing, arm side, smoothed with tanh(dq / coulomb_smoothing)
     q_min: float = -np.inf
     q_max: float = np.inf
     rotation: np.ndarray = field(default_factory=lambda: np.eye(3))  # joint frame in the parent frame
@@ -96,6 +96,16 @@ class Joint:
     rotor_inertia_transverse: float = 0.0  # kg m^2, about a rotor diameter (full rotor coupling)
     rotor_axis: np.ndarray | None = None  # (3,) in the parent body frame; None: the joint axis
     electrics: MotorElectrics | None = None  # DC-motor armature circuit: the input is a voltage
+    # Nonlinear spring and friction laws (ffopt.models.flexible.spring_torque / friction_torque), arm side:
+    stiffness_knees: tuple[float, ...] = ()  # rad: deflections where the spring's slope changes
+    stiffness_slopes: tuple[float, ...] = ()  # N m/rad: slope beyond each knee (piecewise linear, no backlash)
+    knee_width: float = 0.0  # rad: each knee is rounded over this width (softplus)
+    stiffness_polynomial: tuple[float, ...] = ()  # N m/rad^3, N m/rad^5, ...: odd stiffening terms d^3, d^5, ...
+    coulomb_smoothing: float = 1e-3  # rad/s: width of tanh() in the Coulomb and Stribeck friction
+    stribeck_friction: float = 0.0  # N m: breakaway friction above Coulomb at standstill (motor bearing)
+    stribeck_velocity: float = 0.0  # rad/s: speed over which the Stribeck excess decays
+    link_viscous_friction: float = 0.0  # N m s/rad: link-side bearing (elastic gear or passive joint)
+    link_coulomb_friction: float = 0.0  # N m: link-side bearing, smoothed like the motor's
 
     @property
     def rotor_inertia(self) -> float:

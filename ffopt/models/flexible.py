@@ -6,9 +6,9 @@ Generalised coordinates q = [qa; qm]: link-side joint angles qa (N+M, chain orde
 angles qm (one per elastic-gear joint, arm-side units). State x = [q; v], v = dq/dt.
 
 Equations of motion (Moberg & Hanssen eq. 1a-1f), with a = dv/dt:
-    M(qa) a_a + c(qa, va) + g(qa) = tau_a + S_d (u_d - Jm_d a_a - f(va_d))   (link rows)
-    tau_g = K_g (qm - qg) + D_g (vm - vg)   (+ cubic term for a nonlinear gear)  (1d)
-    tau_e = -K_e qe - D_e ve     (K_e, D_e block diagonal: coupled multi-axis bearings)  (1e)
+    M(qa) a_a + c(qa, va) + g(qa) + f_L(va) = tau_a + S_d (u_d - Jm_d a_a - f(va_d))   (link rows)
+    tau_g = k(qm - qg) + D_g (vm - vg)      (k: the spring law, ``spring_torque``)  (1d)
+    tau_e = -K_e qe - k_nl(qe) - D_e ve     (K_e, D_e block diagonal: coupled multi-axis bearings)  (1e)
     Jm a_m + f(vm) + tau_g = u_g                                                 (1f)
 where S_d selects the rigidly actuated ("direct") joints: for them the motor torque acts on
 the link row itself (E1's joint 1). With ``chain.rotor_coupling == "full"`` the rotor of each
@@ -49,7 +49,62 @@ AXES = {"x": 0, "y": 1, "z": 2}  # tool-point coordinates (world frame, m)
 # roll = 180 deg stays continuous when its centre is 180 deg.
 ORIENTATION = ("yaw", "pitch", "roll")
 PITCH_RANGE = (-np.pi / 2, np.pi / 2)
-COULOMB_SMOOTHING = 1e-3  # rad/s, width of tanh() in the Coulomb friction model
+COULOMB_SMOOTHING = 1e-3  # rad/s, default width of tanh() in the Coulomb friction model
+
+
+# --------------------------------------------------------------------------- spring and friction laws
+# Smooth laws, since the inverse model differentiates them (the torque through an elastic gear needs
+# the spring law's 2nd derivative along the path): every one is C-infinity.
+
+
+def smooth_ramp(x, width: float):
+    """width log(1 + exp(x / width)): max(x, 0) rounded over ``width``; above it by width log 2 at
+    x = 0 and by less than width exp(-|x| / width) elsewhere; C-infinity (no overflow: exp of at most 35)."""
+    z = x / width
+    return width * ca.if_else(z > 35, z, ca.log1p(ca.exp(ca.fmin(z, 35))))
+
+
+def spring_torque(joint, d):
+    """Spring law tau(d) of a joint (deflection d, arm side; SX or DM), without damping:
+
+        tau = k d + sum_i (k_i+1 - k_i) [r(d - delta_i) - r(-d - delta_i)] + k3 d^3 + k5 d^5 + ...
+
+    k = ``stiffness``; the knees delta_i (``stiffness_knees``) with the slopes k_i+1 beyond them
+    (``stiffness_slopes``; k_1 = k) give a backlash-free piecewise-linear law, odd in d, whose corners
+    r = ``smooth_ramp`` rounds over ``knee_width`` w: it differs from the sharp law by at most
+    |k_i+1 - k_i| w log 2 (at d = +-delta_i), by |k_i+1 - k_i| w exp(-|d -+ delta_i| / w) away from the
+    knees. k3 = ``stiffness_cubic`` plus the odd polynomial ``stiffness_polynomial`` (d^3, d^5, ...).
+    """
+    tau = joint.stiffness * d
+    slopes = (joint.stiffness, *joint.stiffness_slopes)
+    for knee, before, after in zip(joint.stiffness_knees, slopes[:-1], slopes[1:]):
+        tau += (after - before) * (smooth_ramp(d - knee, joint.knee_width) - smooth_ramp(-d - knee, joint.knee_width))
+    if joint.stiffness_cubic:
+        tau += joint.stiffness_cubic * d**3
+    for i, c in enumerate(joint.stiffness_polynomial):
+        if c:
+            tau += c * d ** (2 * i + 3)
+    return tau
+
+
+def friction_torque(v, viscous: float, coulomb: float, smoothing: float = COULOMB_SMOOTHING,
+                    stribeck: float = 0.0, stribeck_velocity: float = 0.0):
+    """Smooth viscous + Coulomb (+ Stribeck) friction of a bearing turning at v:
+
+        f = viscous v + (coulomb + stribeck exp(-(v / stribeck_velocity)^2)) tanh(v / smoothing).
+
+    tanh reaches 0.76 of the Coulomb level at v = smoothing and 1 - 1e-8 at 10 x smoothing; at
+    standstill the friction is 0 (no stiction: the inverse needs derivatives); just above
+    ``smoothing`` it peaks near coulomb + stribeck (the breakaway torque) and falls to coulomb over
+    ``stribeck_velocity``.
+    """
+    f = 0
+    if viscous:
+        f += viscous * v
+    if coulomb or stribeck:
+        level = coulomb + (stribeck * ca.exp(-(v / stribeck_velocity) ** 2) if stribeck else 0)
+        f += level * ca.tanh(v / smoothing)
+    return f
 
 
 @dataclass(frozen=True)
@@ -133,17 +188,36 @@ class FlexibleModel:
     def _param(self, name: str, joints) -> np.ndarray:
         return np.array([getattr(self.chain.joints[i], name) for i in joints], dtype=float)
 
+    def _spring_law(self, i: int):
+        """The joint whose spring law (stiffness, knees, polynomial, damping) acts on link coordinate i
+        (a subclass with extra elastic coordinates, e.g. beam modes, supplies theirs)."""
+        return self.chain.joints[i]
+
     def _spring(self, defl, rate, joints):
-        """k d + k3 d^3 + c d_dot for the given joints (elementwise)."""
-        k = self._param("stiffness", joints)
-        k3 = self._param("stiffness_cubic", joints)
-        d = self._param("damping", joints)
-        return k * defl + k3 * defl**3 + d * rate
+        """spring_torque(d) + c d_dot for the given joints (elementwise)."""
+        return ca.vertcat(*[spring_torque(self._spring_law(i), defl[r]) + self._spring_law(i).damping * rate[r]
+                            for r, i in enumerate(joints)])
+
+    def _nonlinear_spring(self, defl, joints):
+        """spring_torque(d) - k d for the given joints: what the linear stiffness (matrix) leaves out."""
+        return ca.vertcat(*[spring_torque(self._spring_law(i), defl[r]) - self._spring_law(i).stiffness * defl[r]
+                            for r, i in enumerate(joints)])
 
     def _friction(self, rate, joints):
-        fv = self._param("viscous_friction", joints)
-        fc = self._param("coulomb_friction", joints)
-        return fv * rate + fc * ca.tanh(rate / COULOMB_SMOOTHING)
+        """Motor-bearing friction (friction_torque) of the given joints."""
+        out = []
+        for r, i in enumerate(joints):
+            j = self.chain.joints[i]
+            out.append(friction_torque(rate[r], j.viscous_friction, j.coulomb_friction, j.coulomb_smoothing,
+                                       j.stribeck_friction, j.stribeck_velocity))
+        return ca.vertcat(*out)
+
+    def _link_friction(self, va):
+        """Link-bearing friction f_L(va) of every joint (zero where none is given, and on extra link
+        coordinates such as beam modes)."""
+        f = [friction_torque(va[i], j.link_viscous_friction, j.link_coulomb_friction, j.coulomb_smoothing)
+             for i, j in enumerate(self.chain.joints)]
+        return ca.vertcat(*f, ca.SX.zeros(self.layout.n_link - len(f)))
 
     def _elastic_link_torques(self, q, v):
         """tau_a of eq. (1b): gear torque on elastic-gear rows, -spring on passive rows."""
@@ -157,8 +231,7 @@ class FlexibleModel:
         if L.passive:
             p = list(L.passive)
             K, D = self._passive_matrices()
-            k3 = self._param("stiffness_cubic", p)
-            tau[p] = -(ca.DM(K) @ qa[p] + k3 * qa[p] ** 3 + ca.DM(D) @ va[p])
+            tau[p] = -(ca.DM(K) @ qa[p] + self._nonlinear_spring(qa[p], p) + ca.DM(D) @ va[p])
         return tau
 
     def _passive_matrices(self) -> tuple[np.ndarray, np.ndarray]:
@@ -215,7 +288,8 @@ class FlexibleModel:
         qa, _ = self._split(q)
         va, _ = self._split(v)
         aa, _ = self._split(a)
-        res = self._mass_matrix_expr(qa) @ aa + self._bias_expr(qa, va) - self._elastic_link_torques(q, v)
+        res = (self._mass_matrix_expr(qa) @ aa + self._bias_expr(qa, va) - self._elastic_link_torques(q, v)
+               + self._link_friction(va))
         res += self._rotor_coupling_forces(q, v, a)[: L.n_link]
         if L.direct:
             d = list(L.direct)

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from functools import cached_property
+from types import SimpleNamespace
 
 import casadi as ca
 import numpy as np
@@ -350,6 +351,15 @@ class FlexibleLinkModel(FlexibleModel):
         qa, aa = self.q[:n], self.a[:n]
         M = ca.jacobian(self._inverse_dynamics(qa, ca.SX.zeros(n), aa), aa)
         return ca.Function("mass_matrix", [qa], [M], ["qa"], ["M"])
+
+    def _spring_law(self, i: int):
+        """A modal coordinate's spring is linear: its modal stiffness and damping (orthogonal modes)."""
+        if i < self.n_joints:
+            return super()._spring_law(i)
+        k = i - self.n_joints
+        return SimpleNamespace(stiffness=float(self._modal_stiffness[k]), damping=float(self._modal_damping[k]),
+                               stiffness_knees=(), stiffness_slopes=(), knee_width=0.0, stiffness_cubic=0.0,
+                               stiffness_polynomial=())
 
     def _param(self, name: str, joints) -> np.ndarray:
         """Joint parameters; a modal coordinate is a passive spring-damper with the (diagonal: the modes

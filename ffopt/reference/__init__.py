@@ -8,6 +8,7 @@
     ref.check_smoothness(5)  # ~0 for poly11
     polyline([[0, 0], [1, 0], [1, 1]], durations=[1.0, 1.0], blends=0.3)   # rounded corner
     arc(center=[0, 0], start=[1, 0], angle=np.pi / 2, duration=1.0)        # quarter circle
+    Butterworth(4, 10.0).response(ptp_profile(0.1, [1.0], [1.5], [15.0]), t)  # prefiltered PTP (SX of t)
 """
 
 from ffopt.reference.paths import (
@@ -20,6 +21,7 @@ from ffopt.reference.paths import (
     polyline,
     time_law_peak,
 )
+from ffopt.reference.prefilter import Butterworth, RawProfile, ptp_profile, step_profile
 from ffopt.reference.reference import Reference
 from ffopt.reference.time_laws import (
     TIME_LAWS,
@@ -39,6 +41,10 @@ def __getattr__(name):  # poly11, hermite9, septic, quintic: built on first use 
 
 __all__ = [
     "Reference",
+    "Butterworth",
+    "RawProfile",
+    "step_profile",
+    "ptp_profile",
     "line",
     "polyline",
     "arc",

@@ -13,6 +13,7 @@ import numpy as np
 from ffopt.models.chain import Chain
 from ffopt.models.flexible import ORIENTATION, FlexibleModel
 from ffopt.reference.paths import arc, joint_ptp, line, polyline
+from ffopt.reference.prefilter import Butterworth, filtered_reference_expression
 from ffopt.reference.reference import Reference
 
 __all__ = ["reference_from_spec", "angle_centres", "rigid_forward_kinematics"]
@@ -46,12 +47,38 @@ def reference_from_spec(spec, model: FlexibleModel) -> Reference:
                         joint_names=act, **common)
         ref.tool_path = ref.joint.map(rigid_forward_kinematics(model, "tool"), names=["x", "y", "z"])
         return ref
+    if spec.kind == "prefilter":
+        return _prefiltered(spec, model, names)
     raise ValueError(f"unknown reference kind {spec.kind!r}")
+
+
+def _prefiltered(spec, model: FlexibleModel, names) -> Reference:
+    """The raw move of a ``prefilter`` spec through its Butterworth filter (``ffopt.reference.prefilter``).
+
+    The reference is the exact filter output over the whole horizon [0, t_end], t_end = raw end +
+    settling time + rest_after (only the tail below ``settle_tolerance`` is cut off at t_end).
+    """
+    p = spec.params
+    profile = p["profile"]
+    filt = Butterworth(p["order"], p["cutoff_hz"])
+    t_end = profile.t_end + p["settling_time"] + spec.rest_after
+    t, motion = filtered_reference_expression(filt, profile, p["start"], p["end"])
+    times = dict(t_motion_start=profile.t_start, t_motion_end=t_end, t_end=t_end, time_law=f"butterworth{filt.order}",
+                 breakpoints=[k[0] for k in profile.knots])
+    if p["space"] == "joint":
+        act = [model.chain.joints[i].name for i in model.layout.actuated]
+        joint = Reference(t, motion, names=act, **times)
+        ref = joint.map(rigid_forward_kinematics(model), names=names)
+        ref.tool_path = joint.map(rigid_forward_kinematics(model, "tool"), names=["x", "y", "z"])
+    else:
+        ref = Reference(t, motion, names=names, **times)
+    ref.prefilter = dict(p["info"])
+    return ref
 
 
 def angle_centres(spec, chain: Chain, outputs) -> dict[str, float]:
     """Branch centres of the yaw/roll outputs: from the spec (Cartesian kinds), or the start pose of a joint move."""
-    if spec.kind != "joint_ptp" or not any(o in ("yaw", "roll") for o in outputs):
+    if "q_start" not in spec.params or not any(o in ("yaw", "roll") for o in outputs):
         return dict(spec.angle_centres)
     model = FlexibleModel(chain, tuple(outputs))
     y0 = np.array(rigid_forward_kinematics(model)(spec.params["q_start"])).ravel()

@@ -53,6 +53,8 @@ class Reference:
 
     ``tool_path`` (attribute, default None): for a reference given in joint space, the rigid
     tool-point path it implies (a Reference of the 3 world coordinates), used by verification.
+    ``prefilter`` (attribute, default None): for a Butterworth-prefiltered reference, the filter's
+    order (and why), cutoff, delay and settling time, for reports.
 
     Use the constructors ``line`` and ``joint_ptp`` (``ffopt.reference``) rather than this
     class directly.
@@ -100,6 +102,7 @@ class Reference:
         inner = [float(b) for b in (breakpoints or ()) if t_motion_start < b < t_motion_end]
         self.breakpoints: tuple[float, ...] = tuple(sorted({self.t_motion_start, self.t_motion_end, *inner}))
         self.tool_path: "Reference | None" = None
+        self.prefilter: dict | None = None  # a prefiltered reference: filter order, cutoff, why (reports)
 
         self._t = t
         self._motion = motion

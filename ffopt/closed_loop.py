@@ -184,6 +184,9 @@ def simulate(problem: Problem | str | Path, plan, plant=None, values: dict | Non
         problem = load_problem(problem)
     model, reference = problem.model, problem.reference
     traj, plan_source = plan_trajectory(plan, problem)
+    note = _planned_robot_note(plan, problem)
+    if note:
+        say(note)
     plant_model, label, changes = _plant(problem, plant, values, plant_label)
     ver = problem.verification
     t, L = traj.t, model.layout
@@ -233,6 +236,23 @@ def plan_trajectory(plan, problem: Problem) -> tuple[Trajectory, str]:
         traj = _saved_trajectory(saved, problem)
     _check_reference(problem, traj, source)
     return traj, source
+
+
+def _planned_robot_note(plan, problem: Problem) -> str | None:
+    """A note when PROBLEM's robot is not the one the plan folder's problem.toml was planned on."""
+    import tomllib
+
+    path = Path(plan) / "problem.toml" if isinstance(plan, (str, Path)) else None
+    if path is None or problem.raw is None or not path.is_file():
+        return None
+    try:
+        planned = tomllib.loads(path.read_text()).get("model")
+    except (OSError, ValueError):
+        return None
+    if planned == problem.raw.get("model"):
+        return None
+    return (f"note: {problem.source}'s [model] differs from the one the plan was made for ({path}); the controller "
+            f"is designed on, and the nominal plant is, {problem.source}'s robot")
 
 
 def _saved_trajectory(saved, problem: Problem) -> Trajectory:

@@ -128,3 +128,13 @@ def test_simulate_refuses_a_plan_folder_as_output(e12_plan, capsys):
     before = snapshot(e12_plan)
     assert main(["simulate", str(E12), "--plan", str(e12_plan), "--out", str(e12_plan), "--quiet"]) == 2
     assert "ffopt plan" in capsys.readouterr().err and snapshot(e12_plan) == before
+
+
+def test_a_problem_with_another_robot_than_planned_is_noted(e12_plan, tmp_path, capsys):
+    other = ffopt.load_problem(e12_plan / "problem.toml").with_values({"model.joints.q3.stiffness": 0.9e5})
+    path = tmp_path / "other.toml"
+    path.write_text(other.to_toml())
+    assert main(["simulate", str(path), "--plan", str(e12_plan)]) == 0
+    assert "differs from the one the plan was made for" in capsys.readouterr().err
+    assert main(["simulate", str(e12_plan / "problem.toml"), "--plan", str(e12_plan)]) == 0
+    assert "differs" not in capsys.readouterr().err

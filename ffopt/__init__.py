@@ -9,7 +9,9 @@
 
 Scripts and notebooks: ``problem.with_values({...})`` (fields by dotted name), ``ffopt.problem_from_dict``,
 ``result.to_dataframe()``, ``result.verification_dataframe()``, ``result.plot_torques()``,
-``result.simulation_dataframe(case)``, ``ffopt.load_plan(folder)``, ``ffopt.analyze(problem)``; sweeps: ``ffopt.sweep``.
+``result.simulation_dataframe(case)``, ``ffopt.load_plan(folder)``, ``ffopt.analyze(problem)``; sweeps: ``ffopt.sweep``;
+a saved plan on another plant or controller:
+``ffopt.simulate(problem, "out/e12", values={"model.joints.q3.stiffness": 8e4}, controller="pd+state")``.
 """
 
 __version__ = "0.1.0"
@@ -18,6 +20,7 @@ from ffopt.errors import FfoptError, PathError, ProblemError, SolverError, Verif
 from ffopt.io.problem import Problem, load_problem, problem_from_dict  # noqa: E402
 from ffopt.io.saved import SavedPlan, load_plan  # noqa: E402
 from ffopt.plan import PlanResult, plan  # noqa: E402
+from ffopt.closed_loop import SimulationResult, simulate  # noqa: E402
 
 
 def analyze(problem, n_points: int = 41, frequency_points: int = 21):
@@ -30,5 +33,6 @@ def analyze(problem, n_points: int = 41, frequency_points: int = 21):
                            frequency_points)
 
 
-__all__ = ["load_problem", "problem_from_dict", "plan", "load_plan", "analyze", "Problem", "PlanResult", "SavedPlan",
+__all__ = ["load_problem", "problem_from_dict", "plan", "load_plan", "analyze", "simulate", "Problem", "PlanResult",
+           "SavedPlan", "SimulationResult",
            "FfoptError", "ProblemError", "PathError", "SolverError", "VerificationError", "__version__"]

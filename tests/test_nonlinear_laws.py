@@ -1,7 +1,6 @@
 """Nonlinear gear springs and friction (ffopt.models.flexible.spring_torque / friction_torque): the laws
 against their closed forms, their smoothness, the schema, the model rows, and plans that verify."""
 
-import copy
 import math
 import tomllib
 from dataclasses import replace

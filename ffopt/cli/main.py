@@ -1,4 +1,5 @@
-"""Command line: ``ffopt plan``, ``ffopt analyze``, ``ffopt bench``; ``sweep``, ``report``, ``animate`` in cli/present.py.
+"""Command line: ``ffopt plan``, ``ffopt analyze``, ``ffopt bench``; ``sweep``, ``report``, ``animate`` in cli/present.py;
+``simulate`` in cli/simulate.py.
 
 Every error is one line on stderr. Exit codes: 0 ok, 1 solver failure (SolverError,
 VerificationError), 2 bad input (ProblemError, PathError, OutputError, command-line errors),
@@ -216,9 +217,10 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--repeats", type=positive_int, default=5, help="timed repetitions (the median is reported)")
     b.set_defaults(func=cmd_bench)
 
-    from ffopt.cli import analyze, present, schema
+    from ffopt.cli import analyze, present, schema, simulate
 
     analyze.add_parser(sub, epilog=EXIT_CODES_HELP)
+    simulate.add_parser(sub, epilog=EXIT_CODES_HELP)  # a saved plan on another plant / controller
     present.add_parsers(sub, epilog=EXIT_CODES_HELP)  # sweep, report, animate
     schema.add_parser(sub, epilog=EXIT_CODES_HELP)  # the problem-format reference
     return parser

@@ -102,12 +102,12 @@ def _finish(ax) -> None:
     ax.legend(fontsize=8)
 
 
-def tool_error_figure(traj, verification):
+def tool_error_figure(traj, verification, title: str = "Tool-path error in verification"):
     fig, ax = _pyplot().subplots(figsize=(7, 3.5))
     for name, sim in _cases(verification):
         err = 1000 * np.linalg.norm(sim.y - traj.y_ref, axis=1)
         ax.semilogy(sim.t, np.maximum(err, 1e-9), label=name)
-    ax.set(xlabel="t [s]", ylabel="tool error [mm]", title="Tool-path error in verification")
+    ax.set(xlabel="t [s]", ylabel="tool error [mm]", title=title if len(title) <= 70 else title[:67] + "...")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     return fig
@@ -116,7 +116,19 @@ def tool_error_figure(traj, verification):
 def _cases(verification):
     if verification is None:
         return []
-    return [(n, verification.simulations[n]) for n in CASES if n in verification.simulations]
+    names = getattr(verification, "plot_cases", CASES)  # ffopt simulate names its own cases
+    return [(n, verification.simulations[n]) for n in names if n in verification.simulations]
+
+
+def applied_torque_figure(t, u_ff, u_applied, joints, title: str):
+    """Applied motor torques (feedforward + feedback, solid) over the feedforward (dashed): ffopt simulate."""
+    fig, ax = _pyplot().subplots(figsize=(7, 3.5))
+    for j, name in enumerate(joints):
+        line, = ax.plot(t, u_applied[:, j], label=f"u_{name} applied")
+        ax.plot(t, u_ff[:, j], color=line.get_color(), ls="--", lw=1, label=f"u_{name} feedforward")
+    ax.set(xlabel="t [s]", ylabel="motor torque [N m]", title=f"Motor torques: {title}")
+    _finish(ax)
+    return fig
 
 
 def save_figure(fig, path: Path) -> None:

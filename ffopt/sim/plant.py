@@ -25,13 +25,19 @@ The integrator depends only on the plant, the grid and the tolerances (torques, 
 gains and the start are its inputs), so it is built once per plant model and grid and reused by
 every case that simulates that plant (``ffopt.cache``).
 
-Optional motor-side PD loop (two-degree-of-freedom structure, seed 002)
------------------------------------------------------------------------
-    u_total = u_ff + Kp (qm_ref - qm) + Kd (dqm_ref - dqm)
+Optional feedback loop (two-degree-of-freedom structure, Thuemmel, Otter & Bals)
+--------------------------------------------------------------------------------
+A linear state feedback about a reference state (``StateFeedback``):
 
-with qm the coordinate turned by input j's motor, ``q[layout.motor_of_input[j]]`` (the motor
-angle qm for an elastic gear, the joint angle itself for a direct-drive joint). Default gains
-from ``pd_gains``.
+    u_total = u_ff + K (x_ref - x),   x = [q; v],   K (N, 2 nq)
+
+The motor-side PD loop (``MotorPD``) is the special case whose K has entries only in the columns
+of the motor coordinates: u_total = u_ff + Kp (qm_ref - qm) + Kd (dqm_ref - dqm), with qm the
+coordinate turned by input j's motor, ``q[layout.motor_of_input[j]]`` (the motor angle qm for an
+elastic gear, the joint angle itself for a direct-drive joint). Default PD gains from
+``pd_gains``; the feedback laws and their gain rules are in ``ffopt.control``. The reference
+x_ref is interpolated like u_ff, K is a parameter of the integrator (one integrator per plant and
+grid serves every controller).
 """
 
 from __future__ import annotations
@@ -49,7 +55,7 @@ from ffopt.cache import per_model
 from ffopt.errors import VerificationError
 from ffopt.models.flexible import FlexibleModel
 
-__all__ = ["MotorPD", "SimResult", "pd_gains", "simulate"]
+__all__ = ["MotorPD", "SimResult", "StateFeedback", "pd_gains", "simulate"]
 
 
 @dataclass
@@ -64,6 +70,34 @@ class MotorPD:
     kd: np.ndarray
     qm_ref: np.ndarray
     dqm_ref: np.ndarray
+
+    def state_feedback(self, layout) -> "StateFeedback":
+        """The same loop as a ``StateFeedback`` on the plant's state x = [q; v] (layout: model.layout)."""
+        nq, motor = layout.nq, layout.motor_of_input
+        kp, kd = np.asarray(self.kp, float).ravel(), np.asarray(self.kd, float).ravel()
+        qr = np.asarray(self.qm_ref, float).reshape(-1, len(motor))
+        K = np.zeros((len(motor), 2 * nq))
+        x_ref = np.zeros((len(qr), 2 * nq))
+        for j, m in enumerate(motor):
+            K[j, m], K[j, nq + m] = kp[j], kd[j]
+            x_ref[:, m] = qr[:, j]
+            x_ref[:, nq + m] = np.asarray(self.dqm_ref, float).reshape(len(qr), -1)[:, j]
+        return StateFeedback(K, x_ref)
+
+
+@dataclass
+class StateFeedback:
+    """Linear state feedback about a reference: u += K (x_ref - x) with x = [q; v] of the plant.
+
+    K: (N, 2 nq) gains (N m/rad, N m s/rad; N m/m for modal coordinates); x_ref: (n, 2 nq) the
+    reference state on the simulation grid, interpolated like the feedforward torque.
+    """
+
+    K: np.ndarray
+    x_ref: np.ndarray
+
+    def state_feedback(self, layout) -> "StateFeedback":
+        return self
 
 
 @dataclass
@@ -133,32 +167,42 @@ INTERPOLATIONS = ("linear", "cubic")
 _N_COEF = 4  # local cubic per interval (linear pieces have c2 = c3 = 0)
 
 
-def _closed_loop_ode(model: FlexibleModel):
+LOOPS = ("pd", "state")  # the integrator's feedback structure: motor PD (diagonal) or full state feedback
+
+
+def _closed_loop_ode(model: FlexibleModel, loop: str = "pd"):
     """Symbols and right-hand side of the driven plant with polynomial inputs on one interval.
 
-    State x = [q; v; z] (z: the model's drive states); control vector c = [coefficients of u_ff,
-    qm_ref, dqm_ref (4N each, power-major); t_k] (12N + 1), parameters p = [kp, kd] (2N).
+    State x = [q; v; z] (z: the model's drive states, e.g. armature currents). loop "pd": control
+    vector c = [coefficients of u_ff, qm_ref, dqm_ref (4N each, power-major); t_k] (12N + 1),
+    parameters p = [kp, kd] (2N). loop "state": c = [coefficients of u_ff (4N), of x_ref (8nq); t_k],
+    p = K (N x 2nq, column-major) acting on [q; v]. Two structures rather than one: the PD
+    integrator keeps the sparse Jacobian (and the numbers) of the plain motor loop.
     """
     L = model.layout
     N, nq = L.n_u, L.nq
+    width = 3 * N if loop == "pd" else N + 2 * nq
     x = ca.SX.sym("x", 2 * nq + model.n_z)
-    c = ca.SX.sym("c", 3 * _N_COEF * N + 1)
-    p = ca.SX.sym("p", 2 * N)
+    c = ca.SX.sym("c", _N_COEF * width + 1)
+    p = ca.SX.sym("p", 2 * N if loop == "pd" else N * 2 * nq)
     t = ca.SX.sym("t")
     q, v = x[:nq], x[nq:2 * nq]
     tau = t - c[-1]
 
-    def signal(i):  # Horner on the coefficients of table i
-        block = c[i * _N_COEF * N:(i + 1) * _N_COEF * N]
-        val = block[(_N_COEF - 1) * N:]
+    def signal(start, n):  # Horner on the coefficients of the table of n columns starting at c[start]
+        block = c[start:start + _N_COEF * n]
+        val = block[(_N_COEF - 1) * n:]
         for power in range(_N_COEF - 2, -1, -1):
-            val = block[power * N:(power + 1) * N] + tau * val
+            val = block[power * n:(power + 1) * n] + tau * val
         return val
 
-    uff, qr, dqr = signal(0), signal(1), signal(2)
-    motor = L.motor_of_input
-    qm, vm = q[motor], v[motor]
-    u = uff + p[:N] * (qr - qm) + p[N:] * (dqr - vm)
+    uff = signal(0, N)
+    if loop == "pd":
+        qr, dqr = signal(_N_COEF * N, N), signal(2 * _N_COEF * N, N)
+        motor = L.motor_of_input
+        u = uff + p[:N] * (qr - q[motor]) + p[N:] * (dqr - v[motor])
+    else:
+        u = uff + ca.reshape(p, N, 2 * nq) @ (signal(_N_COEF * N, 2 * nq) - x[:2 * nq])
     return x, c, p, t, model.plant_rhs(x, u)
 
 
@@ -177,7 +221,7 @@ def _piece_coefficients(t: np.ndarray, table: np.ndarray, interpolation: str) ->
 
 
 def _interval_controls(t: np.ndarray, interpolation: str, *tables: np.ndarray) -> np.ndarray:
-    """Columns of the integrator's control input, one per interval: (12N + 1, n-1)."""
+    """Columns of the integrator's control input, one per interval: (4 x table columns + 1, n-1)."""
     cols = [_piece_coefficients(t, tab, interpolation).transpose(0, 2, 1).reshape(-1, len(t) - 1)
             for tab in tables]
     cols.append(t[None, :-1])
@@ -190,12 +234,12 @@ def _integrator_options(rtol, atol):
             "newton_scheme": "direct"}
 
 
-def _simulate_stepwise(model, t, x0, C, P, rtol, atol):
+def _simulate_stepwise(model, t, x0, C, P, rtol, atol, loop="pd"):
     """Fallback / failure locator: one interval at a time in scaled time s in [0, 1].
 
     Returns (X (n, 2nq), None) on success or (partial X, index k of the failing interval).
     """
-    x, c, p, tt, rhs = _closed_loop_ode(model)
+    x, c, p, tt, rhs = _closed_loop_ode(model, loop)
     tk, h, s = ca.SX.sym("tk"), ca.SX.sym("h"), ca.SX.sym("s")
     f = ca.Function("f", [x, c, p, tt], [rhs])
     ode = h * f(x, c, p, tk + h * s)
@@ -215,26 +259,29 @@ def _simulate_stepwise(model, t, x0, C, P, rtol, atol):
     return X, None
 
 
-def plant_integrator(model: FlexibleModel, t: np.ndarray, rtol: float, atol: float) -> ca.Function:
+def plant_integrator(model: FlexibleModel, t: np.ndarray, rtol: float, atol: float, loop: str = "pd"
+                     ) -> ca.Function:
     """The CVODES integrator of the driven plant with outputs on the grid t, built once per plant
-    model, grid and tolerances (x0, interval controls and [kp, kd] are its inputs)."""
+    model, grid, tolerances and loop structure (x0, interval controls and gains are its inputs)."""
     grid = hashlib.sha256(np.ascontiguousarray(t, dtype=float).tobytes()).hexdigest()
-    return per_model(model, ("cvodes", grid, float(rtol), float(atol)), lambda: _integrator(model, t, rtol, atol))
+    key = ("cvodes", grid, float(rtol), float(atol)) + (() if loop == "pd" else (loop,))
+    return per_model(model, key, lambda: _integrator(model, t, rtol, atol, loop))
 
 
-def _integrator(model: FlexibleModel, t: np.ndarray, rtol: float, atol: float) -> ca.Function:
-    x, c, p, tt, rhs = _closed_loop_ode(model)
+def _integrator(model: FlexibleModel, t: np.ndarray, rtol: float, atol: float, loop: str = "pd") -> ca.Function:
+    x, c, p, tt, rhs = _closed_loop_ode(model, loop)
     return ca.integrator("plant", "cvodes", {"x": x, "u": c, "p": p, "t": tt, "ode": rhs},
                          float(t[0]), [float(ti) for ti in t[1:]], _integrator_options(rtol, atol))
 
 
-def simulate(model: FlexibleModel, t, u, q0, v0=None, pd: MotorPD | None = None,
+def simulate(model: FlexibleModel, t, u, q0, v0=None, pd: MotorPD | StateFeedback | None = None,
              rtol: float = 1e-9, atol: float = 1e-11, interpolation: str = "linear", z0=None) -> SimResult:
     """Simulate the plant on the grid t (n,) driven by u (n, N) given on that grid.
 
     q0, v0: initial coordinates and velocities (nq,), v0 = 0 by default (at rest). z0: initial drive
     states (armature currents), by default their steady state under the input at t[0]. pd: optional
-    motor-side PD loop (``MotorPD``). interpolation: how u and the PD references are applied
+    feedback loop, a motor-side PD (``MotorPD``) or any linear state feedback on [q; v]
+    (``StateFeedback``). interpolation: how u and the references are applied
     between grid points, "linear" or "cubic" (spline). Tolerances are those of CVODES (relative,
     absolute on x = [q; v] in rad and rad/s). Raises VerificationError if the integration fails.
     """
@@ -250,25 +297,32 @@ def simulate(model: FlexibleModel, t, u, q0, v0=None, pd: MotorPD | None = None,
     v0 = np.zeros(nq) if v0 is None else np.asarray(v0, float).ravel()
     if q0.size != nq or v0.size != nq:
         raise VerificationError(f"simulate: q0 and v0 need {nq} entries, got {q0.size} and {v0.size}")
-    if pd is None:
-        kp = kd = np.zeros(N)
-        qr = dqr = np.zeros((len(t), N))
+    loop = "state" if isinstance(pd, StateFeedback) else "pd"
+    if loop == "pd":
+        if pd is None:
+            kp = kd = np.zeros(N)
+            qr = dqr = np.zeros((len(t), N))
+        else:
+            kp, kd = np.asarray(pd.kp, float).ravel(), np.asarray(pd.kd, float).ravel()
+            qr = np.asarray(pd.qm_ref, float).reshape(len(t), N)
+            dqr = np.asarray(pd.dqm_ref, float).reshape(len(t), N)
+        C, P = _interval_controls(t, interpolation, u, qr, dqr), np.concatenate([kp, kd])
     else:
-        kp, kd = np.asarray(pd.kp, float).ravel(), np.asarray(pd.kd, float).ravel()
-        qr = np.asarray(pd.qm_ref, float).reshape(len(t), N)
-        dqr = np.asarray(pd.dqm_ref, float).reshape(len(t), N)
-    C = _interval_controls(t, interpolation, u, qr, dqr)
-    P = np.concatenate([kp, kd])
+        K = np.asarray(pd.K, float).reshape(N, 2 * nq)
+        x_ref = np.asarray(pd.x_ref, float).reshape(len(t), 2 * nq)
+        C, P = _interval_controls(t, interpolation, u, x_ref), K.ravel(order="F")
     motor = L.motor_of_input
     if z0 is None:
-        z0 = steady_drive_states(model, q0, v0, u[0] + kp * (qr[0] - q0[motor]) + kd * (dqr[0] - v0[motor]))
+        u0 = u[0] + (kp * (qr[0] - q0[motor]) + kd * (dqr[0] - v0[motor]) if loop == "pd"
+                     else K @ (x_ref[0] - np.concatenate([q0, v0])))
+        z0 = steady_drive_states(model, q0, v0, u0)
     z0 = np.asarray(z0, float).ravel()
     if z0.size != model.n_z:
         raise VerificationError(f"simulate: z0 needs {model.n_z} entries (drive states), got {z0.size}")
     x0 = np.concatenate([q0, v0, z0])
 
     wall = time.perf_counter()
-    F = plant_integrator(model, t, rtol, atol)
+    F = plant_integrator(model, t, rtol, atol, loop)
     t_build = time.perf_counter() - wall
     method = "cvodes"
     error = None
@@ -280,7 +334,7 @@ def simulate(model: FlexibleModel, t, u, q0, v0=None, pd: MotorPD | None = None,
     except RuntimeError as err:
         interrupt.check()  # a Ctrl-C, not a CVODES failure: no step-wise retry
         error = str(err).strip().splitlines()[-1]
-        X, k = _simulate_stepwise(model, t, x0, C, P, rtol, atol)
+        X, k = _simulate_stepwise(model, t, x0, C, P, rtol, atol, loop)
         method = "cvodes-stepwise"
         if k is not None:
             raise VerificationError(
@@ -291,7 +345,10 @@ def simulate(model: FlexibleModel, t, u, q0, v0=None, pd: MotorPD | None = None,
     t_solve = time.perf_counter() - wall - t_build
 
     q, v, z = X[:, :nq], X[:, nq:2 * nq], X[:, 2 * nq:]
-    u_applied = u + kp * (qr - q[:, motor]) + kd * (dqr - v[:, motor])
+    if loop == "pd":
+        u_applied = u + kp * (qr - q[:, motor]) + kd * (dqr - v[:, motor])
+    else:
+        u_applied = u + (x_ref - X[:, :2 * nq]) @ K.T
     n = len(t)
     torque = u_applied if model.drives is None else model.drives.torque(z)
     a = np.array(model.forward_dynamics.map(n)(q.T, v.T, torque.T)).T

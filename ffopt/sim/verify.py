@@ -45,7 +45,7 @@ from ffopt.errors import VerificationError
 from ffopt.io.problem import VerificationSettings
 from ffopt.models.flexible import FlexibleModel
 from ffopt.sim.baselines import pd_only, rigid_feedforward
-from ffopt.sim.plant import MotorPD, SimResult, input_gains, pd_gains, simulate
+from ffopt.sim.plant import MotorPD, SimResult, StateFeedback, input_gains, pd_gains, simulate
 
 CASE_SETS = ("default", "full")
 DEFAULT_CASES = ("feedforward_open_loop", "feedforward_pd")
@@ -131,9 +131,9 @@ def verify(model: FlexibleModel, reference, traj, settings: VerificationSettings
     cases, sims = {}, {}
     for name, (plant, u, loop, qs, interpolation, text) in runs.items():
         if qs is None:  # start at rest where the loop holds the plant before the motion
-            qs = _rest_state(plant, u[0], loop, q0)
-        sims[name] = _run_case(name, plant, t, u, qs, loop, interpolation, settings.rtol)
-        cases[name] = _case_error(name, sims[name], y_ref, tool_ref, model.output_units, text)
+            qs = rest_state(plant, u[0], loop, q0)
+        sims[name] = run_case(name, plant, t, u, qs, loop, interpolation, settings.rtol)
+        cases[name] = case_error(name, sims[name], y_ref, tool_ref, model.output_units, text)
     gains = {"kp": kp.tolist(), "kd": kd.tolist(), "bandwidth_hz": settings.pd_bandwidth_hz,
              "damping_ratio": settings.pd_damping_ratio}
     if model.drives is not None:  # gains on the voltage; the torque gains they come from
@@ -170,7 +170,7 @@ def _payload_runs(model, traj, pd, scales, skipped) -> dict:
     return runs
 
 
-def _run_case(name, plant, t, u, q_start, loop, interpolation, rtol) -> SimResult:
+def run_case(name, plant, t, u, q_start, loop, interpolation, rtol) -> SimResult:
     try:
         return simulate(plant, t, u, q_start, None, pd=loop, rtol=rtol, atol=rtol * 1e-2,
                         interpolation=interpolation)
@@ -178,7 +178,7 @@ def _run_case(name, plant, t, u, q_start, loop, interpolation, rtol) -> SimResul
         raise VerificationError(f"verification case {name!r}: {err}") from None
 
 
-def _case_error(name, sim: SimResult, y_ref, tool_ref, units, text) -> CaseError:
+def case_error(name, sim: SimResult, y_ref, tool_ref, units, text) -> CaseError:
     pos = [i for i, u in enumerate(units) if u == "m"]
     ang = [i for i, u in enumerate(units) if u != "m"]
     if pos or tool_ref is None:
@@ -193,22 +193,26 @@ def _case_error(name, sim: SimResult, y_ref, tool_ref, units, text) -> CaseError
                      None if e_ang is None else float(np.sqrt(np.mean(e_ang**2))))
 
 
-def _rest_state(plant: FlexibleModel, u0, pd: MotorPD | None, q_guess) -> np.ndarray:
-    """q with forward_dynamics(q, 0, u0 + PD(q)) = 0: where the loop holds the plant at rest."""
+def rest_state(plant: FlexibleModel, u0, loop: MotorPD | StateFeedback | None, q_guess) -> np.ndarray:
+    """q with forward_dynamics(q, 0, u0 + K (x_ref0 - [q; 0])) = 0: where the loop holds the plant at rest
+    before the motion (the loop's reference and torque at the first grid point)."""
     L = plant.layout
     q = ca.SX.sym("q", L.nq)
     u = ca.DM(np.asarray(u0, float))
-    if pd is not None:
-        motor = L.motor_of_input
-        u = u + ca.DM(pd.kp) * (ca.DM(pd.qm_ref[0]) - q[motor]) + ca.DM(pd.kd) * ca.DM(pd.dqm_ref[0])
+    gain_scale = 0.0
+    if loop is not None:
+        fb = loop.state_feedback(L)
+        K = np.asarray(fb.K, float)
+        u = u + ca.DM(K) @ (ca.DM(np.asarray(fb.x_ref, float)[0]) - ca.vertcat(q, ca.DM.zeros(L.nq)))
+        gain_scale = float(np.abs(K[:, :L.nq]).max(initial=0.0))
     zero = ca.DM.zeros(L.nq)
     res = plant.equations_of_motion(q, zero, zero, plant.steady_torque(q, zero, u))
     G = ca.Function("rest", [q], [res])
     solver = ca.rootfinder("rest", "newton", G, {"abstol": 1e-10, "max_iter": 100, "error_on_fail": False})
     qs = np.array(solver(q_guess)).ravel()
-    # torque residual: 1 uN m, or what stiff PD gains make of a 1e-12 rad rounding error (heavy arms)
-    tol = 1e-6 + (0.0 if pd is None else 1e-12 * float(np.abs(pd.kp).max(initial=0.0)))
+    # torque residual: 1 uN m, or what stiff gains make of a 1e-12 rad rounding error (heavy arms)
+    tol = 1e-6 + 1e-12 * gain_scale
     if not np.all(np.isfinite(qs)) or np.abs(np.array(G(qs))).max() > tol:
-        raise VerificationError("verification: no rest state of the plant under the initial torque and PD "
+        raise VerificationError("verification: no rest state of the plant under the initial torque and feedback "
                                 "loop (the plant may be statically unstable); check the payload scales")
     return qs

@@ -1,0 +1,361 @@
+"""``ffopt simulate``: a saved plan on a plant that may differ from the planning model, in a loop.
+
+    plan folder (trajectory, summary) + PROBLEM (the planning model, its path and settings)
+        + plant (PROBLEM with fields changed by name, or another problem file's robot)
+        + controller (none, pd, pd+state; gains designed on the planning model)
+    -> tool-error table, simulated trajectory (CSV), plots
+
+The controller is designed on the planning model, as on a real robot: the plant's changes (a
+heavier payload, softer gears, unknown friction) are what the loop has to cope with. On the
+nominal plant the plan's own feedforward starts where the plan's verification starts (at rest in
+the static equilibrium of the path's start) on the same integrator, so ``ffopt simulate`` with
+``--controller pd`` reproduces the plan's ``feedforward_pd`` numbers; on another plant every case
+starts where its loop holds that plant at rest before the motion (a heavier arm sags there).
+``baselines=True`` adds PD with static gravity compensation only (Tomei) and the rigid-model
+feedforward with the same controller (``ffopt.control.references``).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ffopt.errors import ProblemError
+from ffopt.io.problem import Problem, load_problem
+from ffopt.trajectory import LENGTH_OUTPUTS, Trajectory
+
+CASE_SUFFIX = {"none": "open_loop", "pd": "pd", "pd+state": "pd_state"}
+REFERENCE_TOL = {"m": 1e-9, "rad": 1e-9}  # plan's saved reference against PROBLEM's path (m / rad)
+PLANT_TABLES = ("model.",)  # --set may change the robot only: the path and grid are the plan's
+
+
+@dataclass
+class SimulationResult:
+    """The closed-loop runs of one ``simulate`` call; ``save`` writes them like ``PlanResult.save``."""
+
+    problem: Problem
+    plant_label: str  # "nominal", "PLANT.toml", "with model.joints.q3.stiffness = 8e4, ..."
+    plant_changes: list[str]
+    plan_source: str
+    gains: object  # ffopt.control.Gains
+    runs: dict  # name -> ffopt.control.ClosedLoopRun
+    main: str  # name of the case with the plan's feedforward
+    plan: Trajectory  # the plan's feedforward as read back (planned tool path, reference)
+    model: object = field(repr=False)  # planning model (the controller's design model)
+    plant: object = field(repr=False)  # the simulated plant
+    timings: dict = field(default_factory=dict)
+
+    @property
+    def cases(self) -> dict:
+        """name -> CaseError (max_mm, rms_mm, start_mm, final_mm, peak torques)."""
+        return {n: r.error for n, r in self.runs.items()}
+
+    @property
+    def simulations(self) -> dict:
+        """name -> SimResult (what the plots draw)."""
+        return {n: r.simulation for n, r in self.runs.items()}
+
+    @property
+    def plot_cases(self) -> list[str]:
+        return list(self.runs)
+
+    def table(self) -> str:
+        angles = any(c.max_mrad is not None for c in self.cases.values())
+        head = f"{'case':34s} {'max [mm]':>11s} {'rms [mm]':>11s} {'start [mm]':>11s} {'final [mm]':>11s}"
+        lines = [f"plant: {self.plant_label}", self.gains.text(self.model), head + (f" {'max [mrad]':>11s}" if angles else "")]
+        for c in self.cases.values():
+            lines.append(f"{c.name:34s} {c.max_mm:11.4g} {c.rms_mm:11.4g} {c.start_mm:11.4g} {c.final_mm:11.4g}"
+                         + (f" {c.max_mrad:11.4g}" if angles else ""))
+        return "\n".join(lines)
+
+    def summary(self) -> dict:
+        from ffopt.plan import versions
+
+        return {"problem": {"name": self.problem.name, "source": self.problem.source,
+                            "outputs": list(self.problem.outputs)},
+                "plan": self.plan_source,
+                "plant": {"label": self.plant_label, "changes": self.plant_changes},
+                "controller": self.gains.to_dict(),
+                "main_case": self.main,
+                "tool_error": {n: r.to_dict() for n, r in self.runs.items()},
+                "integrator": "cvodes", "rtol": self.problem.verification.rtol,
+                "wall_time_s": self.timings, "versions": versions()}
+
+    def trajectory(self, case: str | None = None) -> Trajectory:
+        """The simulated run ``case`` (default: the plan's feedforward) as a Trajectory: u = the applied
+        torque (feedforward + feedback), q, v, tool = what the plant did."""
+        sim = self.runs[case or self.main].simulation
+        L = self.plant.layout
+        motor = L.motor_of_input
+        return Trajectory(t=sim.t, u=sim.u_applied, q=sim.q, v=sim.v, a=sim.a, qm=sim.q[:, motor],
+                          dqm=sim.v[:, motor], y_ref=self.plan.y_ref, tool=sim.tool,
+                          coordinate_names=self.plan.coordinate_names, output_names=self.plan.output_names,
+                          method=f"simulate {case or self.main}", input_names=self.plan.input_names,
+                          link_names=self.plan.link_names, link_units=self.plan.link_units)
+
+    def save(self, out: str | Path, plots: bool = True, force: bool = False) -> Path:
+        """Write simulation.csv, summary.json and plots into folder ``out`` (the rules of
+        ``ffopt.io.results``; a folder of kind 'simulate')."""
+        from ffopt.io.results import write_result_folder
+
+        return write_result_folder(out, lambda tmp: self.write_files(tmp, plots), force, command="simulate")
+
+    def write_files(self, folder: Path, plots: bool = True) -> list[str]:
+        from ffopt.io.results import write_json
+
+        folder = Path(folder)
+        traj = self.trajectory()
+        columns = simulation_columns(traj)
+        names = [c[0] for c in columns]
+        np.savetxt(folder / "simulation.csv", np.column_stack([c[3] for c in columns]), delimiter=",",
+                   header=",".join(names), comments="", fmt="%.12g")
+        files = ["simulation.csv", "summary.json"]
+        if plots:
+            from ffopt.io.plots import applied_torque_figure, save_figure, tool_error_figure, tool_path_figure
+
+            save_figure(applied_torque_figure(traj.t, self.plan.u, traj.u, traj.actuated_joints, self.main),
+                        folder / "torques.png")
+            save_figure(tool_path_figure(self.plan, self), folder / "tool_path.png")
+            save_figure(tool_error_figure(self.plan, self, title=f"Tool-path error, plant: {self.plant_label}"),
+                        folder / "tool_error.png")
+            files += ["torques.png", "tool_path.png", "tool_error.png"]
+        summary = self.summary()
+        summary["files"] = files
+        summary["columns"] = [{"name": n, "unit": u, "meaning": m} for n, u, m, _ in columns]
+        write_json(summary, folder / "summary.json")
+        return files
+
+    def verification_dataframe(self):
+        """One row per case (tool errors in mm, peak applied torques), as ``PlanResult.verification_dataframe``."""
+        from ffopt.io.frames import verification_frame
+
+        return verification_frame({"tool_error": {n: r.error.to_dict() for n, r in self.runs.items()}},
+                                  self.plan.actuated_joints)
+
+
+def output_files(plots: bool) -> list[str]:
+    return ["simulation.csv", "summary.json"] + (["torques.png", "tool_path.png", "tool_error.png"] if plots else [])
+
+
+SIMULATED_MEANING = {"u": "applied motor torque (feedforward + feedback)", "qm": "simulated motor angle",
+                     "dqm": "simulated motor speed", "tool": "simulated tool position",
+                     "q": "simulated link-side coordinate", "dq": "simulated link-side rate"}
+
+
+def simulation_columns(traj: Trajectory) -> list[tuple[str, str, str, np.ndarray]]:
+    """trajectory.csv's columns (same names and units) with meanings for a simulated run."""
+    out = []
+    for name, unit, meaning, values in traj.column_spec():
+        prefix = name.split("_", 1)[0]
+        if prefix in SIMULATED_MEANING and name != "t":
+            meaning = f"{SIMULATED_MEANING[prefix]}, {name.split('_', 1)[1]}"
+        out.append((name, unit, meaning, values))
+    return out
+
+
+# ------------------------------------------------------------------------------------ pipeline
+def simulate(problem: Problem | str | Path, plan, plant=None, values: dict | None = None,
+             controller: str = "pd", baselines: bool = False, bandwidth_hz: float | None = None,
+             damping_ratio: float | None = None, tool_weight: float | None = None, plant_label: str | None = None,
+             progress=None) -> SimulationResult:
+    """Re-simulate a plan on a plant with a controller (``ffopt simulate``).
+
+    problem: the planning problem (robot, path, verification settings) or its file. plan: a plan
+    folder (``ffopt plan --out DIR``), a ``SavedPlan`` or a ``PlanResult``. plant: the simulated robot:
+    None (the problem's), a problem file or ``Problem`` (its [model] is used), or a ``FlexibleModel``
+    with the problem's coordinates. values: fields changed by dotted name (``{"model.joints.q3.stiffness":
+    8e4}``; model fields only), on the plant (PROBLEM's, or the plant file's). controller: "none", "pd"
+    or "pd+state"; gains by the rules of ``ffopt.control.gains`` on the planning model with the
+    problem's ``verification.pd_bandwidth_hz`` / ``pd_damping_ratio`` unless given; tool_weight: the
+    LQR weight rho of pd+state (default ``ffopt.control.gains.TOOL_WEIGHT``).
+    baselines: add PD with static compensation only (Tomei) and the rigid-model feedforward, same loop.
+    Raises ProblemError (bad input: plan and problem or plant do not match) or VerificationError.
+    """
+    from ffopt.control import design, from_trajectory, rigid_model, run_closed_loop, static_compensation
+    from ffopt.dae.equilibrium import static_equilibrium
+
+    say = progress or (lambda msg: None)
+    timings = {}
+    tic = time.perf_counter()
+    if not isinstance(problem, Problem):
+        problem = load_problem(problem)
+    model, reference = problem.model, problem.reference
+    traj, plan_source = plan_trajectory(plan, problem)
+    note = _planned_robot_note(plan, problem)
+    if note:
+        say(note)
+    plant_model, label, changes = _plant(problem, plant, values, plant_label)
+    ver = problem.verification
+    t, L = traj.t, model.layout
+    y_ref = np.asarray(reference.evaluate(t))
+    tool_ref = None if getattr(reference, "tool_path", None) is None else np.asarray(reference.tool_path.evaluate(t))
+    guess = problem.reference_spec.joint_guess
+    guess = traj.q[0, :L.n_link] if guess is None else guess
+    q0 = static_equilibrium(model, y_ref[0], traj.q[0, :L.n_link], where=f"t = {t[0]:.4g} s")
+    gains = design(controller, model, q0, bandwidth_hz or ver.pd_bandwidth_hz, damping_ratio or ver.pd_damping_ratio,
+                   tool_weight)
+    if baselines and controller == "none":
+        raise ProblemError("--baselines compare feedforwards inside a feedback loop: choose --controller pd or pd+state")
+    timings["setup"] = time.perf_counter() - tic
+
+    nominal = plant_model is model
+    sources = [from_trajectory(model, t, traj.u, traj.q, traj.v)]
+    if baselines:
+        say("baselines: static gravity compensation (Tomei) and rigid-model feedforward")
+        sources += [static_compensation(model, reference, t, guess), rigid_model(model, reference, t, guess)]
+    names = {"elastic": "feedforward", "static": "static_compensation", "rigid": "rigid_feedforward"}
+    runs = {}
+    tic = time.perf_counter()
+    for ff in sources:
+        name = f"{names[ff.name]}_{CASE_SUFFIX[controller]}"
+        say(f"simulating {name} on the {label} plant")
+        start = q0 if nominal and ff.name == "elastic" else None
+        runs[name] = run_closed_loop(name, plant_model, model, ff, gains, y_ref, tool_ref, ver.rtol, q_start=start,
+                                     plant_label=label, q_guess=q0)
+    timings["simulation"] = time.perf_counter() - tic
+    main = f"feedforward_{CASE_SUFFIX[controller]}"
+    return SimulationResult(problem, label, changes, plan_source, gains, runs, main, traj, model, plant_model, timings)
+
+
+def plan_trajectory(plan, problem: Problem) -> tuple[Trajectory, str]:
+    """The plan as a Trajectory on PROBLEM's coordinates (checked to match), and where it came from."""
+    from ffopt.io.saved import SavedPlan, load_plan
+    from ffopt.plan import PlanResult
+
+    if isinstance(plan, PlanResult):
+        traj, source = plan.trajectory, "<PlanResult>"
+        _check_names(problem, list(traj.actuated_joints), list(traj.link_names or []), list(traj.output_names), source)
+    else:
+        saved = plan if isinstance(plan, SavedPlan) else load_plan(plan)
+        source = str(saved.folder)
+        _check_names(problem, saved.actuated_joints, saved.link_joints, list(saved.summary["problem"].get("outputs", [])),
+                     source)
+        traj = _saved_trajectory(saved, problem)
+    _check_reference(problem, traj, source)
+    return traj, source
+
+
+def _planned_robot_note(plan, problem: Problem) -> str | None:
+    """A note when PROBLEM's robot is not the one the plan folder's problem.toml was planned on."""
+    import tomllib
+
+    path = Path(plan) / "problem.toml" if isinstance(plan, (str, Path)) else None
+    if path is None or problem.raw is None or not path.is_file():
+        return None
+    try:
+        planned = tomllib.loads(path.read_text()).get("model")
+    except (OSError, ValueError):
+        return None
+    if planned == problem.raw.get("model"):
+        return None
+    return (f"note: {problem.source}'s [model] differs from the one the plan was made for ({path}); the controller "
+            f"is designed on, and the nominal plant is, {problem.source}'s robot")
+
+
+def _saved_trajectory(saved, problem: Problem) -> Trajectory:
+    """The plan's arrays from trajectory.npz (exact doubles) or else trajectory.csv (12 digits)."""
+    model = problem.model
+    L = model.layout
+    npz = saved.folder / "trajectory.npz"
+    if npz.is_file():
+        with np.load(npz) as f:
+            data = {k: np.asarray(f[k], float) for k in f.files if k not in ("columns", "units", "meanings")}
+    else:
+        data = saved.data
+    joints = [j.name for j in model.chain.joints]
+    links = model.coordinate_names()[:L.n_link]
+    gear = [joints[i] for i in L.gear]
+    acts = [joints[i] for i in L.actuated]
+    try:
+        q = np.column_stack([data[f"q_{n}"] for n in links] + [data[f"qm_{n}"] for n in gear])
+        v = np.column_stack([data[f"dq_{n}"] for n in links] + [data[f"dqm_{n}"] for n in gear])
+        u = np.column_stack([data[f"u_{n}"] for n in acts])
+        tool = np.column_stack([data[f"tool_{c}_mm"] for c in "xyz"]) / 1000.0
+        y_ref = np.column_stack([data[f"ref_{o}_mm"] / 1000.0 if o in LENGTH_OUTPUTS else data[f"ref_{o}"]
+                                 for o in problem.outputs])
+    except KeyError as err:
+        raise ProblemError(f"{saved.folder}: the plan has no column {err.args[0]!r} (written by another ffopt "
+                           "version, or edited); plan again with ffopt plan") from None
+    t = data["t"]
+    units = {c["name"]: c["unit"] for c in saved.summary.get("columns", [])}
+    motor = L.motor_of_input
+    return Trajectory(t=t, u=u, q=q, v=v, a=np.full_like(q, np.nan), qm=q[:, motor], dqm=v[:, motor], y_ref=y_ref,
+                      tool=tool, coordinate_names=model.coordinate_names(), output_names=list(problem.outputs),
+                      method=str(saved.summary.get("method", "plan")), stats={}, input_names=acts, link_names=links,
+                      link_units=[units.get(f"q_{n}", "rad") for n in links])
+
+
+def _check_names(problem: Problem, actuated: list[str], links: list[str], outputs: list[str], source: str) -> None:
+    model = problem.model
+    L = model.layout
+    want_act = [model.chain.joints[i].name for i in L.actuated]
+    want_links = model.coordinate_names()[:L.n_link]
+    for what, have, want in (("actuated joints", actuated, want_act), ("link-side joints", links, want_links),
+                             ("outputs", outputs, list(problem.outputs))):
+        if have != want:
+            raise ProblemError(f"{source}: the plan was made for {what} {have}, but {problem.source} has {want}: "
+                               "simulate a plan with the problem it was planned for (the plan folder's problem.toml)")
+
+
+def _check_reference(problem: Problem, traj: Trajectory, source: str) -> None:
+    """The plan's grid and saved reference must be PROBLEM's path: same outputs at every time."""
+    t = np.asarray(traj.t, float)
+    if t.ndim != 1 or len(t) < 2 or not np.all(np.diff(t) > 0):
+        raise ProblemError(f"{source}: the plan's time column is not a strictly increasing grid")
+    ref = problem.reference
+    y = np.asarray(ref.evaluate(t))
+    units = problem.model.output_units
+    for i, (name, unit) in enumerate(zip(problem.outputs, units)):
+        diff = np.abs(y[:, i] - traj.y_ref[:, i])
+        k = int(np.argmax(diff))
+        if diff[k] > REFERENCE_TOL.get(unit, 1e-9):
+            shown = f"{1000 * diff[k]:.4g} mm" if unit == "m" else f"{diff[k]:.4g} rad"
+            raise ProblemError(f"{source}: the plan's reference of output {name} differs from {problem.source}'s "
+                               f"[reference] by {shown} at t = {t[k]:.4g} s (plan grid {t[0]:.4g}..{t[-1]:.4g} s, "
+                               f"path {0.0:g}..{ref.t_end:.4g} s): the plan follows another path or timing; "
+                               "simulate it with the problem it was planned for")
+
+
+def _plant(problem: Problem, plant, values: dict | None, label: str | None):
+    """(plant model, label, changes) from the arguments of ``simulate``; checks the coordinates match."""
+    from ffopt.models.flexible import FlexibleModel
+
+    values = dict(values or {})
+    for key in values:
+        if not any(str(key).startswith(p) for p in PLANT_TABLES):
+            raise ProblemError(f"--set {key}: only the robot (model.*) differs between plan and plant; the path and "
+                               "grid are the plan's, the controller's gains are set by --pd-bandwidth / --pd-damping")
+    changes = [f"{k} = {v!r}" for k, v in values.items()]
+    if isinstance(plant, FlexibleModel):
+        if values:
+            raise ProblemError("simulate: values change a problem's fields; with a model object as the plant, "
+                               "change its chain instead")
+        _check_plant(problem, plant, label or "given model")
+        return plant, label or "given model", changes
+    if plant is None and not values:
+        return problem.model, label or "nominal", changes
+    base = problem if plant is None else (plant if isinstance(plant, Problem) else load_problem(plant))
+    source = base.source
+    plant_problem = base.with_values(values) if values else base
+    _check_plant(problem, plant_problem.model, base.source)
+    text = label or (source if not changes else f"{source} with {', '.join(changes)}")
+    return plant_problem.model, text, changes
+
+
+def _check_plant(problem: Problem, plant, source: str) -> None:
+    model = problem.model
+    a, b = model.layout, plant.layout
+    kinds = lambda m: [(j.name, j.kind) for j in m.chain.joints]  # noqa: E731
+    if kinds(model) != kinds(plant) or a != b:
+        raise ProblemError(f"{source}: the plant's joints {kinds(plant)} do not match the planning model's "
+                           f"{kinds(model)}: the plan's torques and references belong to those joints (same names, "
+                           "kinds and order)")
+    if model.coordinate_names() != plant.coordinate_names():
+        raise ProblemError(f"{source}: the plant's coordinates {plant.coordinate_names()} do not match the planning "
+                           f"model's {model.coordinate_names()} (e.g. another number of flexible-link modes)")
+    if tuple(plant.outputs) != tuple(problem.outputs):
+        raise ProblemError(f"{source}: the plant's outputs {list(plant.outputs)} differ from the plan's "
+                           f"{list(problem.outputs)}: the tool error is measured on the plan's outputs")

@@ -55,7 +55,7 @@ def test_hi_newton_matrix_degrades_like_h_to_minus_index_unless_scaled(e1):
 
 
 def test_eq48_newton_matrix_singular_at_rest_eq44_among_the_best(e1):
-    from ffopt.dae.seed_variants import e1_variant
+    from ffopt.replication.moberg_hanssen import e1_variant
 
     p, q0 = e1
     best = {}

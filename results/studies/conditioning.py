@@ -12,7 +12,7 @@ At each BDF step the solver solves diag(s) F(t_i, x_i, D_h x_i) = 0 for x_i with
 2. Error floor: the torque error of BDF-6 at h = 1, 0.3, 0.1 ms, unscaled and scaled, plus two
    checks of where the E12 I3 floor comes from (Newton tolerance; sensitivity to a 1e-13 rad
    perturbation of the start state while the robot is at rest).
-3. For E1 the seed's hand-made systems (40, 43, 44, 48, 49; ffopt.dae.seed_variants), at rest and
+3. For E1 the seed's hand-made systems (40, 43, 44, 48, 49; ffopt.replication.moberg_hanssen), at rest and
    halfway through the motion: the seed's remark that "an analysis based on the Jacobian F_z ...
    does not show the numerical solvability. The Jacobian F_xi must be used" (sec. 7.2.5) is checked
    with both Jacobians.
@@ -99,7 +99,7 @@ def form_rows(problem, t_star, h_ref):
 def e1_variant_rows(problem, t_star, h_ref):
     """cond(F_xi) (eq. 41) and cond(F_z) (Jacobian w.r.t. the highest derivatives) of eq. 40-49."""
     try:
-        from ffopt.dae.seed_variants import DEFAULT_POWER, e1_variant
+        from ffopt.replication.moberg_hanssen import DEFAULT_POWER, e1_variant
     except ImportError:
         return None
     p = problem
@@ -255,7 +255,7 @@ def report(data: dict | None = None) -> str:
 
     variants = data["variants"]
     if variants is not None:
-        lines += ["\n## E1: the seed's hand-made systems (eq. 40-49), default scaling of ffopt.dae.seed_variants\n",
+        lines += ["\n## E1: the seed's hand-made systems (eq. 40-49), default scaling of ffopt.replication.moberg_hanssen\n",
                   "cond F_xi = condition number of the Newton matrix (eq. 41) at h = 5 ms / 1 ms; cond F_z = of the "
                   "Jacobian w.r.t. the highest derivatives (xdot_j where x_j is differentiated, else x_j; eq. 46).\n",
                   "| eq. | point | p | cond F_xi, h = 5 ms | cond F_xi, h = 1 ms | best p in 0..2: cond (p), h = 5 ms "

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ffopt.dae.seed_variants import solve_inverse_variant
+from ffopt.replication.moberg_hanssen import solve_inverse_variant
 from ffopt.errors import SolverError
 from ffopt.io.problem import load_problem
 

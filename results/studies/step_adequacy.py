@@ -44,7 +44,7 @@ def plan(problem, variant: str, order: int, h: float):
     g = p.reference_spec.joint_guess
     if variant == "I1":
         return solve_inverse_bdf(p.model, p.reference, order, h, "I1", qa_guess=g)
-    from ffopt.dae.seed_variants import solve_inverse_variant
+    from ffopt.replication.moberg_hanssen import solve_inverse_variant
 
     return solve_inverse_variant(p.model, p.reference, variant, order, h, g)
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from ffopt.dae.inverse import solve_inverse_bdf
-from ffopt.dae.seed_variants import e1_variant, solve_inverse_variant
+from ffopt.replication.moberg_hanssen import e1_variant, solve_inverse_variant
 from ffopt.errors import ProblemError, SolverError
 from ffopt.io.problem import load_problem
 
@@ -147,7 +147,7 @@ def test_e12_dc_equals_dd_and_km_needs_least_squares_to_the_residual():
     # E12 model with strangeness index 2, no solution was found" by KM. Reproduced with the
     # fixed-iteration regularised Gauss-Newton march (it stalls where the motion starts); the same
     # KM system iterated to its residual with SVD least squares does have the solution.
-    from ffopt.dae import km as km_module
+    from ffopt.replication import kunkel_mehrmann as km_module
     from ffopt.dae.forms import build_inverse_dae
 
     p = load_problem(ROOT / "problems" / "e12_line.toml")

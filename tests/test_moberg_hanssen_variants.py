@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from ffopt.dae.inverse import solve_inverse_bdf
-from ffopt.replication.moberg_hanssen import e1_variant, solve_inverse_variant
 from ffopt.errors import ProblemError, SolverError
 from ffopt.io.problem import load_problem
+from ffopt.replication.moberg_hanssen import e1_variant, solve_inverse_variant
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ffopt.replication.moberg_hanssen import solve_inverse_variant
 from ffopt.errors import SolverError
 from ffopt.io.problem import load_problem
+from ffopt.replication.moberg_hanssen import solve_inverse_variant
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = [("E1 simplified", "e1_simplified.toml", ["HI", "DD", "KM", "DC"], [4e-3, 2e-3, 1e-3, 5e-4, 2.5e-4]),

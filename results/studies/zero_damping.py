@@ -27,9 +27,9 @@ from ffopt.dae.bdf import BDF_ALPHA, solve_bdf
 from ffopt.dae.equilibrium import static_equilibrium
 from ffopt.dae.forms import build_inverse_dae
 from ffopt.dae.inverse import solve_inverse_bdf
-from ffopt.replication.moberg_hanssen import solve_inverse_variant
 from ffopt.errors import FfoptError
 from ffopt.io.problem import load_problem
+from ffopt.replication.moberg_hanssen import solve_inverse_variant
 
 ROOT = Path(__file__).resolve().parents[2]
 H, H_REF = 1e-3, 1.25e-4

@@ -189,3 +189,19 @@ def test_km_on_e12_falls_back_to_the_python_engine_and_matches_dd():
     assert km.stats["engine"] == "python" and "residual" in km.stats["engine_fallback"]
     i1 = solve_inverse_bdf(p.model, p.reference, 6, 3e-3, "I1", qa_guess=g)
     assert np.abs(km.u - i1.u).max() < 1e-3 * np.abs(i1.u).max()
+
+
+def test_compiled_km_builds_into_an_empty_cache(e1, tmp_path, monkeypatch):
+    # the KM step function is compiled to C on its first use (then cached): with an empty cache the
+    # compiled march must build, load and give the same torques as the Python engine
+    import warnings
+
+    monkeypatch.setenv("FFOPT_CACHE_DIR", str(tmp_path))
+    p, _ = e1
+    g = p.reference_spec.joint_guess
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # no silent fall-back to the virtual machine
+        compiled = solve_inverse_variant(p.model, p.reference, "KM", 6, 5e-3, g, engine="compiled")
+    assert compiled.stats["engine"] == "compiled" and len(list(tmp_path.glob("km_*.so"))) == 1
+    python = solve_inverse_variant(p.model, p.reference, "KM", 6, 5e-3, g, engine="python")
+    assert np.abs(compiled.u - python.u).max() / np.abs(python.u).max() < 1e-6

@@ -149,7 +149,7 @@ def _compiled(step: ca.Function) -> ca.Function:
     so_path = _cache_dir(None) / f"km_{key}.so"
     try:
         if not so_path.exists():
-            _compile_to(step, so_path)
+            _compile_to((step,), so_path)
         return ca.external(step.name(), str(so_path))
     except (OSError, RuntimeError) as err:
         warnings.warn(f"compiling the KM step failed ({err}); using CasADi's virtual machine", RuntimeWarning)

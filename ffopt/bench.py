@@ -1,7 +1,8 @@
 """`ffopt bench`: BDF forms against SUNDIALS IDAS on E1 and E12, measured side by side in one run.
 
-For every benchmark setting of seed 000 (sec. 7.2 and 7.4: E1 with k = 6, h = 5 ms and k = 3,
-h = 3 ms; E12 with k = 3, h = 3 ms and k = 6, h = 1 ms) and every form I3 / I2 / I1:
+For every benchmark setting of Moberg & Hanssen, inverse dynamics of flexible manipulators (DAE
+methods) (sec. 7.2 and 7.4: E1 with k = 6, h = 5 ms and k = 3, h = 3 ms; E12 with k = 3, h = 3 ms
+and k = 6, h = 1 ms) and every form I3 / I2 / I1:
 - setup: static equilibrium and the symbolic DAE (ms);
 - build: the BDF step function in CasADi's virtual machine (ms), and cold with C code generation
   and compilation into an empty cache (s; skipped with ``quick``);
@@ -12,7 +13,7 @@ h = 3 ms; E12 with k = 3, h = 3 ms and k = 6, h = 1 ms) and every form I3 / I2 /
   compiled C; its residual and Jacobian run in CasADi's VM: JIT-compiling them did not make it
   faster on E12, 16 vs 12 ms);
 - accuracy: max |u - u_ref| / max |u_ref|, u_ref from BDF-6 on the I1 form at h = 1/16 ms;
-- the seed's published Matlab times beside them;
+- the paper's published Matlab times beside them;
 - (not with ``quick``) a work-precision table: BDF-6 on I1 over steps and IDAS over tolerances.
 """
 
@@ -38,15 +39,15 @@ from ffopt.errors import ProblemError
 from ffopt.io.problem import load_problem
 
 PROBLEMS = Path(__file__).resolve().parents[1] / "problems"  # the repository's problem files
-# (label, problem file, [(order, step)]) -- the seed's settings, the main one first
+# (label, problem file, [(order, step)]) -- Moberg & Hanssen's settings, the main one first
 SETTINGS = [
     ("E1", "e1_simplified.toml", [(6, 5e-3), (3, 3e-3)]),
     ("E12", "e12_line.toml", [(6, 1e-3), (3, 3e-3)]),
 ]
-# Seed 000, Matlab times in s. E1 (sec. 7.2): HI (= I3) and DD (dummy derivatives, the
+# Moberg & Hanssen, Matlab times in s. E1 (sec. 7.2): HI (= I3) and DD (dummy derivatives, the
 # counterpart of I1); ode15i on DD: "0.3ms" as printed (probably 0.3 s). E12 (sec. 7.4,
 # nonlinear dynamics): I3 / I2 / I1; ode15i failed on E12.
-SEED_TIMES = {
+PAPER_TIMES_S = {
     ("E1", 6, 5e-3): {"I3": 3.8, "I1": 3.3, "IDAS": 0.3},
     ("E1", 3, 3e-3): {"I3": 6.0, "I1": 5.1, "IDAS": 0.3},
     ("E12", 3, 3e-3): {"I3": 38.0, "I2": 34.0, "I1": 43.0},
@@ -136,10 +137,10 @@ def bench_rows(quick: bool = False, repeats: int = 5):
         for order, h in settings[:1] if quick else settings:
             block = [_bdf_row(p, order, h, form, repeats, quick, u_ref) for form in ("I3", "I2", "I1")]
             block.append(_idas_row(p, h, repeats, u_ref))
-            seed = SEED_TIMES[(label, order, h)]
+            paper = PAPER_TIMES_S[(label, order, h)]
             for r in block:
                 r.update({"problem": label, "order": order, "step_ms": h * 1e3,
-                          "seed_s": seed.get(r["solver"].split()[-1] if r["solver"].startswith("BDF") else "IDAS"),
+                          "paper_s": paper.get(r["solver"].split()[-1] if r["solver"].startswith("BDF") else "IDAS"),
                           "idas_over_bdf": block[-1]["solve_s"] / r["solve_s"] if r is not block[-1] else None,
                           "idas_over_bdf_vm": block[-1]["solve_s"] / r["solve_vm_s"] if r is not block[-1] else None})
             rows += block
@@ -153,7 +154,7 @@ WP_RTOLS = (1e-6, 1e-7, 1e-8, 1e-9, 1e-10)  # IDAS on the index-1 form, output e
 def work_precision(repeats: int = 5) -> str:
     """Solve time against accuracy of u: BDF-6 (I1) over steps, IDAS over tolerances, same run.
 
-    Compares the solvers at equal accuracy instead of at the seed's settings.
+    Compares the solvers at equal accuracy instead of at the paper's settings.
     """
     lines = [f"{'problem':<7s} {'solver':<9s} {'setting':>13s} {'solve[ms]':>9s} {'rel err u':>9s}"]
     for label, file, _ in SETTINGS:
@@ -184,7 +185,7 @@ COLUMNS = [  # (header, key, scale, format, width)
     ("solve C[ms]", "solve_s", 1e3, ".2f", 11), ("solve VM[ms]", "solve_vm_s", 1e3, ".1f", 12),
     ("total[ms]", "total_s", 1e3, ".1f", 9), ("IDAS/BDF", "idas_over_bdf", 1, ".2f", 8),
     ("IDAS/BDF VM", "idas_over_bdf_vm", 1, ".2f", 11),
-    ("rel err u", "rel_error_u", 1, ".2e", 9), ("seed[s]", "seed_s", 1, ".1f", 7),
+    ("rel err u", "rel_error_u", 1, ".2e", 9), ("paper[s]", "paper_s", 1, ".1f", 8),
 ]
 
 
@@ -228,7 +229,7 @@ def _stamp(repeats: int) -> str:
 
 
 def _forms_text(quick: bool, repeats: int) -> str:
-    """The BDF-forms-against-IDAS table at the seed's settings (and the work-precision table)."""
+    """The BDF-forms-against-IDAS table at Moberg & Hanssen's settings (and the work-precision table)."""
     rows = bench_rows(quick, repeats)
     stamp = (f"{datetime.date.today()}, {platform.machine()} {os.cpu_count()} cores, Python "
              f"{platform.python_version()}, CasADi {ca.__version__}, median of {repeats}")
@@ -237,7 +238,8 @@ def _forms_text(quick: bool, repeats: int) -> str:
              "(IDAS: the integrator call); IDAS/BDF = IDAS solve / BDF solve C, IDAS/BDF VM = IDAS solve / BDF "
              f"solve VM; total = whole call, warm cache; IDAS rtol {IDAS_RTOL:g} on the "
              "semi-explicit I1 form; rel err u = max|u - u_ref| / max|u_ref|, u_ref = BDF-6 (I1) at h = "
-             "1/16 ms; seed = Matlab times of seed 000 (E1: HI as I3, DD as I1, ode15i 0.3 [m]s as IDAS).")
+             "1/16 ms; paper = Matlab times of Moberg & Hanssen (E1: HI as I3, DD as I1, ode15i 0.3 [m]s as "
+             "IDAS).")
     text = f"ffopt bench ({stamp})\n{format_table(rows)}\n{notes}"
     if not quick:
         text += f"\n\nWork-precision (E1, E12; median of {repeats}):\n{work_precision(repeats)}"
@@ -269,7 +271,7 @@ PREVIOUS = {
 NLP_PREVIOUS_S = {("NLP exact", 2e-3): 0.19, ("NLP exact", 1e-3): 0.40,
                   ("NLP bounded", 2e-3): 1.8, ("NLP bounded", 1e-3): 3.3}
 # Moberg & Hanssen, E12 in Matlab (sec. 7.4): BDF-6 at 1 ms 134-152 s, BDF-3 at 3 ms 34-43 s.
-SEED_E12_S = {1e-3: "134-152 (k=6)", 3e-3: "34-43 (k=3)"}
+PAPER_E12_S = {1e-3: "134-152 (k=6)", 3e-3: "34-43 (k=3)"}
 
 
 def fitted_exponent(n, t) -> float:
@@ -356,8 +358,8 @@ def steps_table(repeats: int = 5, quick: bool = False) -> str:
                  f"loop = the compiled stepping loop with its checks; "
                  f"call = solve_inverse_bdf (equilibrium, path data, loop, torque recovery), warm; BDF: CPU min / wall "
                  f"median of {repeats}; NLP: plan(method='nlp') incl. its BDF warm start, one run after a warm-up. Previous release "
-                 "(README): wall. Seed (Moberg & Hanssen, Matlab, E12): "
-                 + ", ".join(f"h = {h * 1e3:g} ms: {s} s" for h, s in SEED_E12_S.items()) + ".")
+                 "(README): wall. Moberg & Hanssen (Matlab, E12): "
+                 + ", ".join(f"h = {h * 1e3:g} ms: {s} s" for h, s in PAPER_E12_S.items()) + ".")
     return "\n".join(lines)
 
 

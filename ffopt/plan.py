@@ -14,7 +14,8 @@ from ffopt.errors import ProblemError, SolverError, VerificationError
 from ffopt.io.problem import METHODS, Problem, load_problem
 from ffopt.trajectory import Trajectory
 
-SEED_VARIANT_METHODS = ("hi", "dd", "dd43", "dd44", "dd48", "dd49", "km", "dc")  # seed 000's E1 family
+# Moberg & Hanssen's solver family (dd: the production dummy-derivative route; the rest: ffopt.replication)
+MOBERG_HANSSEN_METHODS = ("hi", "dd", "dd43", "dd44", "dd48", "dd49", "km", "dc")
 
 
 @dataclass
@@ -262,10 +263,17 @@ def _solve(problem: Problem, say, compile: bool, hint: bool = True):
             if not hint:
                 raise
             raise SolverError(f"{err}{_zero_dynamics_hint(model, reference, guess)}") from None
-    elif s.method in SEED_VARIANT_METHODS:
-        from ffopt.dae.seed_variants import solve_inverse_variant
+    elif s.method == "dd":
+        from ffopt.dae.dummy_derivatives import solve_inverse_dd
 
-        say(f"solving the inverse dynamics: seed 000 variant {s.method.upper()}, BDF-{s.order}, h = {s.step * 1e3:g} ms")
+        say(f"solving the inverse dynamics: automatic dummy derivatives (DD), BDF-{s.order}, h = {s.step * 1e3:g} ms")
+        traj = solve_inverse_dd(model, reference, s.order, s.step, guess, compile=compile,
+                                scaling_power=s.scaling_power)
+    elif s.method in MOBERG_HANSSEN_METHODS:
+        from ffopt.replication.moberg_hanssen import solve_inverse_variant
+
+        say(f"solving the inverse dynamics: Moberg & Hanssen variant {s.method.upper()}, BDF-{s.order}, "
+            f"h = {s.step * 1e3:g} ms")
         traj = solve_inverse_variant(model, reference, s.method.upper(), s.order, s.step, guess,
                                      engine="compiled" if compile else "vm", scaling_power=s.scaling_power)
         if traj.stats.get("engine_fallback"):
@@ -343,7 +351,7 @@ def _with_nlp_limits(problem: Problem, max_iter: int | None, max_time: float | N
 
 def _check_settings(problem: Problem) -> None:
     s = problem.solver
-    if s.method in SEED_VARIANT_METHODS and any(j.electrics is not None for j in problem.chain.joints):
+    if s.method in MOBERG_HANSSEN_METHODS and any(j.electrics is not None for j in problem.chain.joints):
         raise ProblemError(f"{problem.source}: solver.method: {s.method!r} (Moberg & Hanssen's solver family) does not model DC-motor "
                            "electrics; use auto, bdf or nlp")
     _check_time_law_smoothness(problem)

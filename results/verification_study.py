@@ -58,7 +58,7 @@ def main():
            "| problem | plan | " + " | ".join(CASES) + " |", "|---|---|" + "---|" * len(CASES)]
     for name, plan, errs in verification_rows():
         out.append(f"| {name} | {plan} | " + " | ".join(f"{e:.3g}" for e in errs) + " |")
-    out += ["", "E1 simplified uses the seed's constant inertia matrix (eq. 16), so the payload cases "
+    out += ["", "E1 simplified uses Moberg & Hanssen's constant inertia matrix (eq. 16), so the payload cases "
             "cannot change it: those cases are skipped (nan). "
             "feedforward_open_loop_cubic_u applies the same torque samples as a cubic spline instead of "
             "linearly. pd_only is the PD loop tracking the rigid motor trajectory with zero feedforward; "

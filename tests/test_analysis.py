@@ -1,4 +1,5 @@
-"""Analysis stage: zero dynamics, eigenfrequencies, strangeness index (seed 000, sec. 4-5, 7.4)."""
+"""Analysis stage: zero dynamics, eigenfrequencies, strangeness index (Moberg & Hanssen, inverse
+dynamics of flexible manipulators (DAE methods), sec. 4-5, 7.4)."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ def _e1_complete_dict(l2: float) -> dict:
 
 
 def _e1_analytic_zeros(data: dict) -> np.ndarray:
-    """Seed 000 eq. (27) linearised at rest with q2 = 0 (g = 0) and z held fixed.
+    """Moberg & Hanssen eq. (27) linearised at rest with q2 = 0 (g = 0) and z held fixed.
 
     dz = (l1 c1 + l2 c12) dq1 + l2 c12 dq2 = 0 gives dq1 = -rho dq2, rho = l2 / (l1 + l2) at q2 = 0;
     row 2: (M22 - M21 rho) s^2 + d s + k = 0 with M21 = j2 + m2 (l1 xi2 + xi2^2), M22 = j2 + m2 xi2^2.
@@ -137,11 +138,11 @@ def test_zeros_without_vector_relative_degree_have_no_spurious_members(arm, n_ze
 
 
 def test_e12_minimum_phase_along_path():
-    """Seed 000 sec. 7.4: 'As expected, the system was minimum-phase at all points.'"""
+    """Moberg & Hanssen sec. 7.4: 'As expected, the system was minimum-phase at all points.'"""
     problem = load_problem(PROBLEMS / "e12_line.toml")
     report = zero_dynamics(problem.model, problem.reference, problem.reference_spec.joint_guess, n_points=9)
     assert report.minimum_phase
-    assert all(len(z) == 4 for z in report.zeros)  # d = 4 differential variables (seed 000 sec. 5.2.1)
+    assert all(len(z) == 4 for z in report.zeros)  # d = 4 differential variables (Moberg & Hanssen sec. 5.2.1)
     assert report.cross_check_error < 1e-8
 
 
@@ -194,11 +195,11 @@ def test_modes_two_mass_chain_analytic():
 
 # ----------------------------------------------------------------------------- strangeness index
 @pytest.mark.parametrize("name, expected", [
-    ("e1_simplified.toml", (1, 2, 2)),  # seed 000 sec. 5.1.1
-    ("e1_complete.toml", (1, 2, 2)),  # seed 000 sec. 5.1.2
-    ("e12_line.toml", (2, 6, 4)),  # seed 000 sec. 5.2.1
+    ("e1_simplified.toml", (1, 2, 2)),  # Moberg & Hanssen sec. 5.1.1
+    ("e1_complete.toml", (1, 2, 2)),  # Moberg & Hanssen sec. 5.1.2
+    ("e12_line.toml", (2, 6, 4)),  # Moberg & Hanssen sec. 5.2.1
 ])
-def test_strangeness_index_reproduces_seed(name, expected):
+def test_strangeness_index_reproduces_the_paper(name, expected):
     from ffopt.analysis.strangeness import strangeness_analysis
 
     problem = load_problem(PROBLEMS / name)
@@ -208,7 +209,7 @@ def test_strangeness_index_reproduces_seed(name, expected):
 
 
 def test_strangeness_lower_for_differentiated_forms():
-    """Each differentiation of the path constraint lowers mu by one (seed 000 sec. 7.4: I3, I2, I1)."""
+    """Each differentiation of the path constraint lowers mu by one (Moberg & Hanssen sec. 7.4: I3, I2, I1)."""
     from ffopt.analysis.strangeness import strangeness_analysis
 
     problem = load_problem(PROBLEMS / "e12_line.toml")
@@ -262,7 +263,7 @@ def test_cli_analyze_writes_report(tmp_path, capsys):
     assert (data["strangeness"]["mu"], data["strangeness"]["a"], data["strangeness"]["d"]) == (1, 2, 2)
     assert data["model"]["passive"] == ["q2"] and data["model"]["direct"] == ["q1"]
     assert data["zero_dynamics"]["minimum_phase"] is True
-    # motors clamped: only q2 moves, omega^2 = k / M22 = 1e5 / 600 (seed 000 eq. 27 at q2 = 0)
+    # motors clamped: only q2 moves, omega^2 = k / M22 = 1e5 / 600 (Moberg & Hanssen eq. 27 at q2 = 0)
     assert data["eigenfrequencies"]["clamped"]["min_lowest_undamped_hz"] == pytest.approx(
         np.sqrt(1e5 / 600.0) / (2 * np.pi), rel=1e-9)
 

@@ -107,11 +107,11 @@ def test_a_failed_bdf_form_falls_back_to_the_next_with_one_line(tmp_path, monkey
 
 def test_when_every_bdf_formulation_fails_the_nlp_plans(monkeypatch, capsys):
     _fail_bdf_form(monkeypatch, failing=("I1", "I2", "I3"))
-    import ffopt.dae.seed_variants as variants
+    import ffopt.dae.dummy_derivatives as dummy_derivatives
 
     def no_dd(*args, **kwargs):
         raise SolverError("BDF-6 Newton iteration did not converge at t = 0.5 (step 500 of 1118): max |F| = 3.1e+09.")
-    monkeypatch.setattr(variants, "solve_inverse_variant", no_dd)
+    monkeypatch.setattr(dummy_derivatives, "solve_inverse_dd", no_dd)
     problem = problem_from_dict(_two_link_elastic_arm()).with_nlp(step=4e-3)  # a coarse NLP: this test is about the chain
     result = ffopt.plan(problem, verify=False, progress=print)
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("method auto:")]
@@ -124,12 +124,12 @@ def test_when_every_bdf_formulation_fails_the_nlp_plans(monkeypatch, capsys):
 
 def test_when_every_formulation_fails_one_error_lists_them(monkeypatch):
     _fail_bdf_form(monkeypatch, failing=("I1", "I2", "I3"))
-    import ffopt.dae.seed_variants as variants
+    import ffopt.dae.dummy_derivatives as dummy_derivatives
     import ffopt.nlp.solve as nlp
 
     def fail(*args, **kwargs):
         raise SolverError("NLP not solved (casadi: Infeasible_Problem_Detected after 12 iterations). Try more.")
-    monkeypatch.setattr(variants, "solve_inverse_variant", fail)
+    monkeypatch.setattr(dummy_derivatives, "solve_inverse_dd", fail)
     monkeypatch.setattr(nlp, "plan_nlp", fail)
     with pytest.raises(SolverError) as err:
         ffopt.plan(problem_from_dict(_two_link_elastic_arm()), verify=False)

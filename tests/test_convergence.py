@@ -19,7 +19,7 @@ from scipy.integrate import solve_ivp
 
 from ffopt.analysis.elastic_link import ElasticLink
 from ffopt.dae.inverse import solve_inverse_bdf
-from ffopt.dae.seed_variants import solve_inverse_variant
+from ffopt.replication.moberg_hanssen import solve_inverse_variant
 
 DAMPED = 5.0  # N m s/rad: gear damping ratio ~0.03 with the link clamped
 _CASES: dict = {}

@@ -1,4 +1,5 @@
-"""Seed 000 numbers behind results/conditioning.md and results/e12_linearized.md.
+"""Numbers of Moberg & Hanssen, inverse dynamics of flexible manipulators (DAE methods), behind
+results/conditioning.md and results/e12_linearized.md.
 
 - sec. 6.1 / 7.2.1: the BDF Newton matrix F_xi = alpha0/h F_xdot + F_x (eq. 37, 41) of an index-nu
   system degrades like h^-nu; scaling the algebraic rows by 1/h takes one power off;
@@ -47,7 +48,7 @@ def e1():
 
 def test_hi_newton_matrix_degrades_like_h_to_minus_index_unless_scaled(e1):
     p, q0 = e1
-    dae = build_inverse_dae(p.model, p.reference, "I3")  # = seed eq. (40), index 2
+    dae = build_inverse_dae(p.model, p.reference, "I3")  # = Moberg & Hanssen eq. (40), index 2
     x0, xd0 = dae.initial_state(q0), np.zeros(dae.n_x)
     for power, expected_slope in ((0.0, 2.0), (1.0, 1.0)):
         c1, c2 = (_newton_condition(dae.F, x0, xd0, dae.constraint_rows, h, power) for h in (1e-4, 1e-5))
@@ -55,7 +56,7 @@ def test_hi_newton_matrix_degrades_like_h_to_minus_index_unless_scaled(e1):
 
 
 def test_eq48_newton_matrix_singular_at_rest_eq44_among_the_best(e1):
-    from ffopt.dae.seed_variants import e1_variant
+    from ffopt.replication.moberg_hanssen import e1_variant
 
     p, q0 = e1
     best = {}
@@ -79,8 +80,8 @@ def test_linearized_e12_indices():
 
 
 def test_more_gear_damping_gives_a_more_accurate_bdf_torque():
-    # seed 000 sec. 8: "Increasing the damping of the system improves the solvability". E12, BDF-6 on I3
-    # at the seed's h = 1 ms against BDF-6 (I1) at h/8; measured 3.3e-1, 2.8e-2, 3.3e-3 for 0, 50, 500 N m s/rad.
+    # Moberg & Hanssen sec. 8: "Increasing the damping of the system improves the solvability". E12, BDF-6
+    # on I3 at the paper's h = 1 ms against BDF-6 (I1) at h/8; measured 3.3e-1, 2.8e-2, 3.3e-3 for 0, 50, 500 N m s/rad.
     from ffopt.dae.inverse import solve_inverse_bdf
 
     base = load_problem(ROOT / "problems" / "e12_line.toml")

@@ -37,9 +37,9 @@ def e12():
 
 @pytest.fixture(scope="module")
 def e1_exact(e1):
-    """Independent solution t -> (q (n, 2), u (n,)) of E1 simplified (seed 000 eq. 16).
+    """Independent solution t -> (q (n, 2), u (n,)) of E1 simplified (Moberg & Hanssen eq. 16).
 
-    There is no closed form: the passive elastic joint gives a zero dynamics (seed eq. 19-21).
+    There is no closed form: the passive elastic joint gives a zero dynamics (Moberg & Hanssen eq. 19-21).
     With l1 = l2 = 1 the path z(t) = sin q1 + sin(q1 + q2) gives q1 = asin(z / (2 cos(q2/2))) - q2/2
     and, differentiating twice, q1' = (z' - c12 q2') / (c1 + c12) and q1'' = A - B q2''. The
     passive row J21 q1'' + J22 q2'' + k q2 + d q2' = 0 (16b) is then an ODE for q2, integrated by
@@ -213,7 +213,7 @@ def test_e12_i3_form_loses_u_to_roundoff_below_half_a_millisecond(e12, e12_refer
 
 
 def test_e12_forms_agree_and_satisfy_the_equations_of_motion(e12, e12_reference):
-    # BDF-6, h = 1 ms (the seed's setting); measured max |u - u_ref| / max |u_ref|:
+    # BDF-6, h = 1 ms (Moberg & Hanssen's setting); measured max |u - u_ref| / max |u_ref|:
     # I1 1.1e-3, I2 5.9e-3, I3 2.8e-2 (u_ref: fine-step I1; the I3 error sits at the end junction)
     peak = np.abs(e12_reference.u).max()
     limits = {"I1": 2e-3, "I2": 1e-2, "I3": 4e-2}
@@ -287,14 +287,14 @@ def test_bench_quick_measures_every_solver_side_by_side():
     rows = [dict(zip([h for h, *_ in COLUMNS], _table_cells(line, COLUMNS))) for line in lines[3:11]]
     assert [(r["problem"], r["solver"]) for r in rows] == [
         (p, s) for p in ("E1", "E12") for s in ("BDF I3", "BDF I2", "BDF I1", "IDAS (I1, index 1)")]
-    assert [(r["k"], r["h[ms]"]) for r in rows] == [("6", "5")] * 4 + [("6", "1")] * 4  # seed settings
+    assert [(r["k"], r["h[ms]"]) for r in rows] == [("6", "5")] * 4 + [("6", "1")] * 4  # the paper's settings
     for r in rows:
         assert float(r["solve C[ms]"]) > 0 and float(r["total[ms]"]) >= float(r["solve C[ms]"])
-        # BDF at the seed's steps: 0.1-3 % error in u; IDAS (rtol 1e-8): 1e-7 (E1), 2e-4 (E12)
+        # BDF at the paper's steps: 0.1-3 % error in u; IDAS (rtol 1e-8): 1e-7 (E1), 2e-4 (E12)
         assert float(r["rel err u"]) < (1e-3 if r["solver"].startswith("IDAS") else 0.05)
         assert (r["IDAS/BDF"] == "-") == (r["IDAS/BDF VM"] == "-") == r["solver"].startswith("IDAS")
         assert r["build C[s]"] == "-"  # quick: no cold compilation
-    assert [r["seed[s]"] for r in rows[4:]] == ["152.0", "134.0", "136.0", "-"]  # seed 000, E12 BDF-6 1 ms
+    assert [r["paper[s]"] for r in rows[4:]] == ["152.0", "134.0", "136.0", "-"]  # Moberg & Hanssen, E12 BDF-6 1 ms
     assert len(lines) == 12 and lines[-1].startswith("setup = ") and "{" not in text
 
 

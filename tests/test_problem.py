@@ -23,14 +23,14 @@ def test_shipped_problems_load(path):
     assert p.model.layout.n_u == len(p.outputs)
 
 
-def test_e12_matches_seed_table_1_and_kinematics():
+def test_e12_matches_table_1_of_moberg_hanssen_and_kinematics():
     p = load_problem(E12)
     m = p.model
     assert m.layout.gear == (0, 1) and m.layout.passive == (2,)
     q = np.array([0.3, -0.7, 0.1])
     x, z = np.array(m.output(q)).ravel()
     s = np.cumsum(q)
-    # seed 000, sec. 5.2: x = l1 c1 + l2 c12 + l3 c123, z = -l1 s1 - l2 s12 - l3 s123
+    # Moberg & Hanssen, sec. 5.2: x = l1 c1 + l2 c12 + l3 c123, z = -l1 s1 - l2 s12 - l3 s123
     assert x == pytest.approx(np.cos(s[0]) + np.cos(s[1]) + 0.2 * np.cos(s[2]), abs=1e-14)
     assert z == pytest.approx(-np.sin(s[0]) - np.sin(s[1]) - 0.2 * np.sin(s[2]), abs=1e-14)
     assert [j.body.mass for j in p.chain.joints] == [100.0, 100.0, 200.0]

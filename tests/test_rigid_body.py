@@ -126,7 +126,7 @@ def test_inverse_dynamics_consistent_with_mass_matrix(random_case):
         assert np.linalg.eigvalsh(f_m(q).full()).min() > 0
 
 
-# Planar 2-link arm in the xz-plane, axes [0, -1, 0] (seed 000, E1 complete).
+# Planar 2-link arm in the xz-plane, axes [0, -1, 0] (Moberg & Hanssen, E1 complete).
 L1, L2, XI1, XI2, M1, M2, J1, J2, G = 0.5, 0.4, 0.22, 0.17, 3.0, 1.5, 0.04, 0.02, 9.81
 
 

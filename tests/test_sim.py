@@ -97,7 +97,7 @@ def test_verification_of_e1_flexible_feedforward_beats_baselines(e1_plan):
     p, traj = e1_plan
     report = verify(p.model, p.reference, traj, p.verification, p.reference_spec.joint_guess, cases="full")
     c = report.cases
-    # seed 000 inverts E1 to the tool; the BDF-6 plan at h = 5 ms keeps the tool within 0.5 mm of a
+    # Moberg & Hanssen invert E1 to the tool; the BDF-6 plan at h = 5 ms keeps the tool within 0.5 mm of a
     # 100 mm move, the rigid-model feedforward misses by centimetres (the elastic joint swings).
     assert c["feedforward_pd"].max_mm < 0.5
     assert c["feedforward_open_loop"].max_mm < 0.5
@@ -108,7 +108,7 @@ def test_verification_of_e1_flexible_feedforward_beats_baselines(e1_plan):
     d = report.to_dict()
     assert set(d["tool_error"]) == {"feedforward_open_loop", "feedforward_pd", "feedforward_open_loop_cubic_u",
                                     "rigid_feedforward_pd", "pd_only"}
-    # E1 simplified has the seed's constant inertia matrix: no payload to scale, said so, not faked
+    # E1 simplified has the paper's constant inertia matrix: no payload to scale, said so, not faked
     assert set(d["skipped"]) == {"payload_x0.5", "payload_x2"}
     assert "feedforward_pd" in report.table() and "skipped" in report.table()
 

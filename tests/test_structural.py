@@ -1,4 +1,5 @@
-"""Structural analysis (Pantelides + dummy derivatives) and automatic index reduction (seed 000 sec. 5-6)."""
+"""Structural analysis (Pantelides + dummy derivatives) and automatic index reduction
+(Moberg & Hanssen, inverse dynamics of flexible manipulators (DAE methods), sec. 5-6)."""
 
 from __future__ import annotations
 
@@ -72,8 +73,8 @@ def test_structurally_singular_dae_is_reported():
         pantelides(incidence(F))
 
 
-def test_e1_seed_numbers(e1):
-    # seed 000 sec. 5.1.1: nu = 2; mu = 1 with a = 2 algebraic and d = 2 differential variables;
+def test_e1_paper_numbers(e1):
+    # Moberg & Hanssen sec. 5.1.1: nu = 2; mu = 1 with a = 2 algebraic and d = 2 differential variables;
     # the constraint (16e) is differentiated twice (eq. 47), the kinematic rows once.
     r = structural_analysis(e1.model, e1.reference, "I3", e1.reference_spec.joint_guess)
     assert r.structural_index == 2 and r.differential_index == 2
@@ -82,27 +83,27 @@ def test_e1_seed_numbers(e1):
     mu = strangeness_analysis(e1.model, e1.reference, "I3", e1.reference_spec.joint_guess)
     assert (mu.mu, mu.a, mu.d) == (1, 2, 2)
     assert len(r.algebraic) == mu.a and len(r.differential) == mu.d
-    # the seed's two choices: x^1 = x1' (eq. 43/44, driven joint first) and x2, x4 algebraic (eq. 19-20)
-    assert r.algebraic_seed() == ["x1", "x3"]
+    # the paper's two choices: x^1 = x1' (eq. 43/44, driven joint first) and x2, x4 algebraic (eq. 19-20)
+    assert r.algebraic_x() == ["x1", "x3"]
     passive = structural_analysis(e1.model, e1.reference, "I3", e1.reference_spec.joint_guess, prefer="passive")
-    assert passive.algebraic_seed() == ["x2", "x4"] and passive.differential_seed() == ["x1", "x3"]
+    assert passive.algebraic_x() == ["x2", "x4"] and passive.differential_x() == ["x1", "x3"]
 
 
 def test_e1_complete_has_the_same_structure():
-    # seed 000 sec. 5.1.2: two algebraic, two differential variables, mu = 1 (so nu = 2)
+    # Moberg & Hanssen sec. 5.1.2: two algebraic, two differential variables, mu = 1 (so nu = 2)
     p = load_problem(PROBLEMS / "e1_complete.toml")
     r = structural_analysis(p.model, p.reference, "I3", p.reference_spec.joint_guess, prefer="passive")
     assert (r.structural_index, r.differential_index) == (2, 2)
-    assert r.algebraic_seed() == ["x2", "x4"]
+    assert r.algebraic_x() == ["x2", "x4"]
 
 
-def test_e12_seed_numbers(e12):
-    # seed 000 sec. 5.2.2-5.2.3: nu = 3; x1, x2, x6, x7, x9, x10 algebraic, x3, x4, x5, x8
+def test_e12_paper_numbers(e12):
+    # Moberg & Hanssen sec. 5.2.2-5.2.3: nu = 3; x1, x2, x6, x7, x9, x10 algebraic, x3, x4, x5, x8
     # differential (a = 6, d = 4, as Hypothesis 1 gives in sec. 5.2.1)
     r = structural_analysis(e12.model, e12.reference, "I3", e12.reference_spec.joint_guess)
     assert r.structural_index == 3 and r.differential_index == 3
-    assert r.algebraic_seed() == ["x1", "x2", "x6", "x7", "x9", "x10"]
-    assert r.differential_seed() == ["x3", "x4", "x5", "x8"]
+    assert r.algebraic_x() == ["x1", "x2", "x6", "x7", "x9", "x10"]
+    assert r.differential_x() == ["x3", "x4", "x5", "x8"]
     assert r.pryce_agrees
     d = r.to_dict()
     assert d["equations"]["path_x"] == 2 and d["equations"]["link_q3"] == 0
@@ -111,7 +112,7 @@ def test_e12_seed_numbers(e12):
 
 @pytest.mark.parametrize("form, nu", [("I2", 2), ("I1", 1)])
 def test_e12_differentiated_forms(e12, form, nu):
-    # seed 000 sec. 7.4: eq. (33) has index 2, eq. (34) index 1
+    # Moberg & Hanssen sec. 7.4: eq. (33) has index 2, eq. (34) index 1
     r = structural_analysis(e12.model, e12.reference, form, e12.reference_spec.joint_guess)
     assert r.structural_index == nu and r.differential_index == nu
 
@@ -123,7 +124,7 @@ def _without_gear_damping(p):
 
 
 def test_zero_gear_damping_raises_the_index_by_one(e12):
-    # seed 000 sec. 8: "the index increases one step if the damping is zero": without gear
+    # Moberg & Hanssen sec. 8: "the index increases one step if the damping is zero": without gear
     # damping the motor velocities leave the link rows, so they need one more differentiation.
     model = _without_gear_damping(e12)
     r = structural_analysis(model, e12.reference, "I3", e12.reference_spec.joint_guess)

@@ -3,11 +3,12 @@
 Operating points: at each sampled path time t the robot is linearised about its *static
 equilibrium* with the tool at theta(t) (v = a = 0, u = the holding torque; gravity and spring
 deflection included). These are true equilibria of the forward model, so the linearisation
-is exact to first order and its zeros/poles are well defined; the seed (000, sec. 7.4)
-"linearized and analyzed along the solution trajectory" without saying more. For slow paths
+is exact to first order and its zeros/poles are well defined; Moberg & Hanssen, inverse
+dynamics of flexible manipulators (DAE methods), sec. 7.4, "linearized and analyzed along the
+solution trajectory" without saying more. For slow paths
 both choices agree; for fast paths velocity terms are left out (stated in every report).
 
-Linearised forward model (seed 000 eq. 1, x = [q; v], input u, output y = Gamma(qa)):
+Linearised forward model (Moberg & Hanssen eq. 1, x = [q; v], input u, output y = Gamma(qa)):
     M dv + Dm v + K q = Bu u,      y = Cq q,
     A = [[0, I], [-M^-1 K, -M^-1 Dm]],  B = [[0], [M^-1 Bu]],  C = [Cq, 0],  D = 0.
 Zeros: the finite s where the Rosenbrock pencil [[A - sI, B], [C, D]] loses rank (SLICOT AB08ND).
@@ -311,7 +312,7 @@ def _boundary_condition(model: FlexibleModel, lin: LinearModel, condition: str, 
     if condition == "free":
         return lin.M, lin.Dm, lin.K
     if condition == "pd":
-        kp, kd = pd  # u = -kp dqm - kd dvm  (motor-side PD, seed 002)
+        kp, kd = pd  # u = -kp dqm - kd dvm  (motor-side PD, Thuemmel, Otter & Bals)
         S = np.zeros((L.n_u, L.nq))
         S[np.arange(L.n_u), motor] = 1.0
         return lin.M, lin.Dm + lin.Bu @ np.diag(kd) @ S, lin.K + lin.Bu @ np.diag(kp) @ S

@@ -1,4 +1,5 @@
-"""Numerical strangeness index (Kunkel-Mehrmann Hypothesis 1, seed 000 sec. 4.2, eq. 10-13).
+"""Numerical strangeness index (Kunkel-Mehrmann Hypothesis 1, as in Moberg & Hanssen, inverse
+dynamics of flexible manipulators (DAE methods), sec. 4.2, eq. 10-13).
 
 For F(t, x, xdot) = 0 with n unknowns, the derivative array F_mu = [F; dF/dt; ...; d^mu F/dt^mu]
 (eq. 10) is built symbolically with CasADi in the variables (t, x, x^(1), ..., x^(mu+1)). At a
@@ -10,9 +11,9 @@ point of L_mu (eq. 11), for mu = 0, 1, 2, ...:
 The smallest mu for which 1-3 hold is the strangeness index. Ranks by SVD after row
 equilibration (each row of [F_mu;x, M_mu] scaled to unit max-norm), with a relative tolerance.
 
-The DAE analysed by default is the seed's: the inverse dynamics with the motor equations
-(1f) and the rows of directly driven joints removed, so u is eliminated (seed 000 eq. 15/17
-for E1, eq. 31 for E12), i.e. ffopt.dae.forms.build_inverse_dae(form="I3").
+The DAE analysed by default is the paper's: the inverse dynamics with the motor equations
+(1f) and the rows of directly driven joints removed, so u is eliminated (Moberg & Hanssen
+eq. 15/17 for E1, eq. 31 for E12), i.e. ffopt.dae.forms.build_inverse_dae(form="I3").
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ class StrangenessReport:
 
 
 def derivative_array(F: ca.Function, n: int, mu: int):
-    """(t, [x, x1, ..., x_(mu+1)], F_mu) symbolic, F_mu stacked as in seed 000 eq. (10)."""
+    """(t, [x, x1, ..., x_(mu+1)], F_mu) symbolic, F_mu stacked as in Moberg & Hanssen eq. (10)."""
     t = ca.SX.sym("t")
     X = [ca.SX.sym(f"x{k}", n) for k in range(mu + 2)]
     rows = [F(t, X[0], X[1])]
@@ -97,7 +98,7 @@ def strangeness_index(F: ca.Function, n: int, t: float, derivatives, max_mu: int
     """Strangeness index of F(t, x, xdot) = 0 at (t, x, x^(1), ..., ) per Hypothesis 1.
 
     derivatives: list [x, x^(1), x^(2), ...] (each length n); missing higher ones are taken as 0
-    (exact at rest). The point must lie on L_mu for the result to be the seed's mu.
+    (exact at rest). The point must lie on L_mu for the result to be the paper's mu.
     """
     steps = []
     for mu in range(max_mu + 1):

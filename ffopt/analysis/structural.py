@@ -1,8 +1,9 @@
 """Structural index analysis: Pantelides' algorithm and dummy-derivative selection.
 
-Seed 000 sec. 5.2.3 and 6.2: which equations of F(t, x, xdot) = 0 must be differentiated (and
-how often) to reach an index-1 system, which derivatives become dummy derivatives
-(Mattsson & Soderlind 1993), and so which variables are algebraic and which differential.
+Moberg & Hanssen, inverse dynamics of flexible manipulators (DAE methods), sec. 5.2.3 and 6.2:
+which equations of F(t, x, xdot) = 0 must be differentiated (and how often) to reach an index-1
+system, which derivatives become dummy derivatives (Mattsson & Soderlind 1993), and so which
+variables are algebraic and which differential.
 
 - Incidence: sigma[i, j] = 1 if xdot_j appears in equation i, 0 if only x_j does, -1 if neither.
 - Pantelides (1988): for each equation, search an augmenting path in the bipartite graph of
@@ -15,7 +16,7 @@ how often) to reach an index-1 system, which derivatives become dummy derivative
 - Dummy derivatives: from the highest level down, the Jacobian of the differentiated equations
   w.r.t. the current highest derivatives (evaluated at the start point) gives one column per
   differentiated equation; the columns are picked greedily in a preference order (actuated link
-  coordinates first, the seed's choice in sec. 5.2.3) while the selection stays nonsingular.
+  coordinates first, the paper's choice in sec. 5.2.3) while the selection stays nonsingular.
   A variable is algebraic in the reduced DAE if its first derivative is a dummy or it is never
   differentiated.
 - Differential index (Definition 2, sec. 4.1): smallest nu such that the derivative array F_nu
@@ -217,7 +218,7 @@ def _rank(A: np.ndarray, rtol: float = RANK_RTOL) -> int:
 
 
 def differential_index(F: ca.Function, t0: float, x0: np.ndarray, max_nu: int = 8) -> int:
-    """Smallest nu such that F_nu fixes xdot uniquely (seed Definition 2), at rest at x0.
+    """Smallest nu such that F_nu fixes xdot uniquely (Moberg & Hanssen, Definition 2), at rest at x0.
 
     The ranks are taken after equilibrating rows and columns: the derivative array mixes gear
     stiffnesses (1e5 N m/rad on the Manutec r3) with link inertias, and row scaling alone left
@@ -243,7 +244,7 @@ def differential_index(F: ca.Function, t0: float, x0: np.ndarray, max_nu: int = 
 class StructuralReport:
     form: str
     variable_names: list[str]  # ffopt names (q1, dq1, ...)
-    seed_names: list[str]  # x1, x2, ... as in seed 000
+    x_names: list[str]  # x1, x2, ... as numbered by Moberg & Hanssen
     equation_names: list[str]
     differentiations: list[int]  # c_i per equation (Pantelides)
     highest_derivative: list[int]  # d_j per variable
@@ -256,16 +257,16 @@ class StructuralReport:
     point: str = "rest at the start of the path"
     extra: dict = field(default_factory=dict)
 
-    def algebraic_seed(self) -> list[str]:
-        return [self.seed_names[self.variable_names.index(v)] for v in self.algebraic]
+    def algebraic_x(self) -> list[str]:
+        return [self.x_names[self.variable_names.index(v)] for v in self.algebraic]
 
-    def differential_seed(self) -> list[str]:
-        return [self.seed_names[self.variable_names.index(v)] for v in self.differential]
+    def differential_x(self) -> list[str]:
+        return [self.x_names[self.variable_names.index(v)] for v in self.differential]
 
     def summary(self) -> str:
         return (f"structural index {self.structural_index}, differential index {self.differential_index}; "
-                f"a = {len(self.algebraic)} algebraic {self.algebraic_seed()}, "
-                f"d = {len(self.differential)} differential {self.differential_seed()}")
+                f"a = {len(self.algebraic)} algebraic {self.algebraic_x()}, "
+                f"d = {len(self.differential)} differential {self.differential_x()}")
 
     def to_dict(self) -> dict:
         return {"form": self.form, "structural_index": self.structural_index,
@@ -274,26 +275,26 @@ class StructuralReport:
                 "highest_derivative": dict(zip(self.variable_names, self.highest_derivative)),
                 "dummy_derivatives": [f"{v}^({k})" for v, k in self.dummy_derivatives],
                 "algebraic": self.algebraic, "differential": self.differential,
-                "algebraic_seed": self.algebraic_seed(), "differential_seed": self.differential_seed(),
+                "algebraic_x": self.algebraic_x(), "differential_x": self.differential_x(),
                 "point": self.point}
 
     def table(self) -> str:
         lines = [self.summary(), "equation            differentiations"]
         lines += [f"  {e:<18s} {c}" for e, c in zip(self.equation_names, self.differentiations)]
-        lines.append("variable   seed   highest derivative   dummy derivatives   role")
+        lines.append("variable   x      highest derivative   dummy derivatives   role")
         for j, v in enumerate(self.variable_names):
             dums = ",".join(str(k) for name, k in self.dummy_derivatives if name == v) or "-"
             role = "algebraic" if v in self.algebraic else "differential"
-            lines.append(f"  {v:<9s}{self.seed_names[j]:<7s}{self.highest_derivative[j]:<21d}{dums:<20s}{role}")
+            lines.append(f"  {v:<9s}{self.x_names[j]:<7s}{self.highest_derivative[j]:<21d}{dums:<20s}{role}")
         return "\n".join(lines)
 
 
 def coordinate_preference(model, n_x: int, prefer: str | list[str] = "actuated") -> list[int]:
     """Variable indices of x = [q; v; ...] ordered by preference for becoming dummies.
 
-    "actuated": actuated link coordinates first (seed 000 sec. 5.2.3), then passive links, then
-    motors; "passive": passive link coordinates first (seed sec. 5.1.1); or a list of coordinate
-    names (q and dq of each named coordinate first, in that order).
+    "actuated": actuated link coordinates first (Moberg & Hanssen sec. 5.2.3), then passive links,
+    then motors; "passive": passive link coordinates first (Moberg & Hanssen sec. 5.1.1); or a list
+    of coordinate names (q and dq of each named coordinate first, in that order).
     """
     L = model.layout
     names = model.coordinate_names()
@@ -366,7 +367,7 @@ def structural_analysis(model, reference, form: str = "I3", qa_guess=None,
     algebraic = [var[j] for j in range(dae.n_x) if j in first_dummy or system.d[j] == 0]
     differential = [v for v in var if v not in algebraic]
     return StructuralReport(
-        form=form, variable_names=var, seed_names=[f"x{j + 1}" for j in range(dae.n_x)],
+        form=form, variable_names=var, x_names=[f"x{j + 1}" for j in range(dae.n_x)],
         equation_names=equation_names(model, form, dae.n_x),
         differentiations=[int(v) for v in system.c], highest_derivative=[int(v) for v in system.d],
         structural_index=nu_s, differential_index=nu_d,

@@ -33,8 +33,8 @@ BDF_FAMILY = ("bdf", "hi", "dd", "dd43", "dd44", "dd48", "dd49", "km", "dc")
 # accepts them all: they apply to whichever method it runs)
 OPTION_METHODS = {
     "order": (BDF_FAMILY, "it sets the BDF order; the NLP's collocation degree is [nlp] degree in the problem file"),
-    "form": (("bdf",), "it picks the DAE form of method bdf; the seed variants and the NLP build their own "
-                       "index-reduced systems"),
+    "form": (("bdf",), "it picks the DAE form of method bdf; Moberg & Hanssen's variants (hi..dc) and the NLP "
+                       "build their own index-reduced systems"),
     "scaling_power": (BDF_FAMILY, "it scales the BDF Newton rows; the NLP scales its rows itself"),
     "backend": (("nlp",), "it chooses the solver of method nlp"),
     "warm_start": (("nlp",), "it chooses the start point of method nlp"),
@@ -211,9 +211,9 @@ def build_parser() -> argparse.ArgumentParser:
                                      "against steps and bodies", epilog=EXIT_CODES_HELP)
     b.add_argument("--quick", action="store_true", help="fewer settings, for a smoke test")
     b.add_argument("--table", action="append", choices=["forms", "plan", "steps", "bodies"],
-                   help="run only this table (repeatable): forms = BDF forms vs IDAS at the seed's settings, plan = "
-                        "the whole `ffopt plan` process (E12), steps / bodies = time against the number of steps / "
-                        "bodies; default: all")
+                   help="run only this table (repeatable): forms = BDF forms vs IDAS at Moberg & Hanssen's "
+                        "settings, plan = the whole `ffopt plan` process (E12), steps / bodies = time against the "
+                        "number of steps / bodies; default: all")
     b.add_argument("--repeats", type=positive_int, default=5, help="timed repetitions (the median is reported)")
     b.set_defaults(func=cmd_bench)
 

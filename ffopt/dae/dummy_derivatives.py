@@ -1,4 +1,5 @@
-"""Automatic index reduction by the dummy-derivative method (Mattsson & Soderlind; seed 000 sec. 6.2).
+"""Automatic index reduction by the dummy-derivative method (Mattsson & Soderlind; as in Moberg &
+Hanssen, inverse dynamics of flexible manipulators (DAE methods), sec. 6.2).
 
 Any inverse-dynamics DAE F(t, x, xdot) = 0 (the I3 form by default) is analysed by
 ffopt.analysis.structural: Pantelides gives how often each equation is differentiated, and the
@@ -11,19 +12,23 @@ algebraic unknown. The reduced system keeps every original equation and all its 
 
 where in g_i^(l) each dummy derivative x_j^(k) is replaced by its w, every other first
 derivative x_j^(1) stays xdot_j, and x_j^(0) = x_j. It is an F(t, X, Xdot) for
-ffopt.dae.bdf.solve_bdf (no row scaling needed: index 1). For E1 this is the seed's eq. (47)
+ffopt.dae.bdf.solve_bdf (no row scaling needed: index 1). For E1 this is Moberg & Hanssen's eq. (47)
 with the dummies of eq. (48)/(49) chosen automatically and the trivial rows kept.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import casadi as ca
 import numpy as np
 
 from ffopt.analysis.structural import analyse_dae, coordinate_preference
+from ffopt.dae.bdf import solve_bdf
+from ffopt.dae.equilibrium import static_equilibrium
 from ffopt.dae.forms import build_inverse_dae
+from ffopt.dae.inverse import trajectory_from_states
 from ffopt.errors import SolverError
 from ffopt.models.flexible import FlexibleModel
 from ffopt.trajectory import Trajectory
@@ -104,9 +109,32 @@ def _substitute(g, system, w_index, X, Xd):
 
 
 def solve_inverse_dd(model: FlexibleModel, reference, order: int = 6, step: float = 1e-3,
-                     qa_guess=None, prefer="actuated", compile: bool = True) -> Trajectory:
-    """Inverse dynamics by k-step BDF on the automatically index-reduced (dummy-derivative) DAE."""
-    from ffopt.dae.seed_variants import solve_inverse_variant
+                     qa_guess=None, prefer="actuated", compile: bool = True,
+                     scaling_power: float | None = None) -> Trajectory:
+    """Inverse dynamics by k-step BDF on the automatically index-reduced (dummy-derivative) DAE.
 
-    return solve_inverse_variant(model, reference, "DD", order, step, qa_guess,
-                                 engine="compiled" if compile else "vm", prefer=prefer)
+    The robot starts at rest in static equilibrium; ``scaling_power`` p scales the constraint rows
+    by (1/h)^p (default 0: the reduced system has index 1). Method name f"DD-bdf{order}".
+    """
+    tic = time.perf_counter()
+    y0 = np.asarray(reference.evaluate(np.array([0.0]))).ravel()
+    q0 = static_equilibrium(model, y0, qa_guess)
+    n_steps = int(round(reference.t_end / step))
+    dae = reduce_index(model, reference, q0, prefer or "actuated")
+    t_setup = time.perf_counter() - tic
+    try:
+        res = solve_bdf(dae.F, dae.initial_state(q0), 0.0, step, n_steps, order,
+                        row_scale=dae.row_scale(step, scaling_power), compile=compile)
+    except RuntimeError as err:  # CasADi's virtual machine stops on a singular Newton matrix
+        raise SolverError(f"BDF-{order} (h = {step:g}) failed: {str(err).splitlines()[-1]}; the step equations are "
+                          "singular (try another method, step or order)") from None
+    nq = dae.nq
+    a = np.array(dae.accel.map(len(res.t))(res.x.T, res.xdot.T)).T
+    traj = trajectory_from_states(model, reference, res.t, res.x[:, :2 * nq], a, method=f"DD-bdf{order}")
+    traj.stats.update({"order": order, "step": step, "form": "DD", "n_steps": n_steps,
+                       "n_unknowns": dae.n_x, "compiled": res.compiled,
+                       "time_setup_s": t_setup, "time_solve_s": res.wall_time_solve,
+                       "dummy_derivatives": dae.variable_names[2 * nq:], "algebraic": dae.algebraic,
+                       "differential": dae.differential, "variant": "DD",
+                       "engine": "compiled" if compile else "vm"})
+    return traj

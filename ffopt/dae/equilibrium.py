@@ -1,4 +1,5 @@
-"""Consistent initial values: the robot at rest at the start of the path (seed 000, sec. 7.1).
+"""Consistent initial values: the robot at rest at the start of the path (Moberg & Hanssen, inverse
+dynamics of flexible manipulators (DAE methods), sec. 7.1).
 
 At rest (v = a = 0) the link rows without u reduce to g(qa) = tau_a(q), and the tool must sit
 at theta(t0): a square nonlinear system in q = [qa; qm], solved by Newton.

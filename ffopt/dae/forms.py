@@ -1,8 +1,9 @@
-"""The inverse-dynamics DAE F(t, x, xdot) = 0 in the seed's three forms (seed 000, sec. 7.4).
+"""The inverse-dynamics DAE F(t, x, xdot) = 0 in the three forms of Moberg & Hanssen, inverse
+dynamics of flexible manipulators (DAE methods), sec. 7.4.
 
 Unknowns x = [q; v] with q = [qa; qm] (plus, for I1, dummy accelerations w). The motor torque
 balance (1f) and the rows of rigidly actuated joints are removed: they contain u, which is
-recovered afterwards from the solution (seed 000, sec. 5).
+recovered afterwards from the solution (Moberg & Hanssen, sec. 5).
 
 - I3: the original DAE (eq. 32): kinematic rows dq - v, the link rows without u, and the path
   constraint Gamma(qa) - theta(t) = 0. Differential index 3 for E12, 2 for E1.
@@ -10,9 +11,9 @@ recovered afterwards from the solution (seed 000, sec. 5).
   joints by default) are removed, q_S becomes algebraic, and the velocity constraint
   J(qa) va - theta_dot = 0 is added.
 - I1: twice-differentiated (eq. 34): also the accelerations of S are replaced by dummy
-  variables w (X^_4 in the seed) and the acceleration constraint is added.
+  variables w (X^_4 in the paper) and the acceleration constraint is added.
 
-The constraint rows are scaled by (1/h)^p (seed 000, sec. 7.4) in the BDF solver; the form
+The constraint rows are scaled by (1/h)^p (Moberg & Hanssen, sec. 7.4) in the BDF solver; the form
 records which rows are constraints so the solver can do that.
 
 DC-motor electrics (``model.drives``, Jankowski & Van Brussel eq. 3): the armature currents z are
@@ -91,7 +92,7 @@ class InverseDae:
 def choose_dummy_set(model: FlexibleModel, qa0: np.ndarray) -> tuple[int, ...]:
     """Link coordinates whose derivatives become dummy derivatives (Mattsson-Soderlind).
 
-    The actuated link joints by default (the seed's choice, sec. 5.2.3); if the output
+    The actuated link joints by default (Moberg & Hanssen's choice, sec. 5.2.3); if the output
     Jacobian restricted to them is singular at the start, pick the best-conditioned columns
     by QR with column pivoting instead.
     """

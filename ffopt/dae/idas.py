@@ -1,15 +1,16 @@
 """The inverse dynamics by SUNDIALS IDAS (variable order, variable step): the reference solver.
 
 IDAS needs an index-1 DAE in semi-explicit form. It is made from the I1 form F(t, x, x') = 0
-(seed 000 eq. 34): the differential variables x_D are those whose derivative appears in F; the
-algebraic unknowns are z = [w; x_A] with w = x_D':
+(Moberg & Hanssen, inverse dynamics of flexible manipulators (DAE methods), eq. 34): the
+differential variables x_D are those whose derivative appears in F; the algebraic unknowns are
+z = [w; x_A] with w = x_D':
 
     x_D' = w,     0 = F(t, [x_D; x_A], [w; 0]).
 
 dF/d(w, x_A) is nonsingular exactly when the I1 form has index 1, so IDAS's Newton iteration on
 z is well posed. The robot starts at rest in static equilibrium: x_D(0) from it, and z(0) by
 Newton on g(0, x_D(0), z) = 0 from [0; x_A(0)] (consistent initial values; the residual is checked,
-so IDAS's own initial-condition calculation is not needed). This is the counterpart of the seed's
+so IDAS's own initial-condition calculation is not needed). This is the counterpart of the paper's
 ode15i runs (sec. 7.4).
 
 The torques need the derivatives of some algebraic variables too (the motor velocities of elastic
@@ -114,7 +115,7 @@ def solve_inverse_idas(model: FlexibleModel, reference, step: float = 1e-3, rtol
                        atol: float = 1e-12, qa_guess=None, form: str = "I1") -> Trajectory:
     """Solve an index-1 inverse DAE with IDAS; output on the grid of ``step``; u from the motor rows.
 
-    form: "I1" (the differentiated form of ffopt.dae.forms, seed eq. 34) or "DD" (the automatic
+    form: "I1" (the differentiated form of ffopt.dae.forms, Moberg & Hanssen eq. 34) or "DD" (the automatic
     dummy-derivative reduction of ffopt.dae.dummy_derivatives, for any model).
     """
     if form not in IDAS_FORMS:

@@ -1,4 +1,5 @@
-"""Inverse dynamics by constant-step k-step BDF (seed 000, sec. 6-7): x(t), then u(t)."""
+"""Inverse dynamics by constant-step k-step BDF (Moberg & Hanssen, inverse dynamics of flexible
+manipulators (DAE methods), sec. 6-7): x(t), then u(t)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ def solve_inverse_bdf(model: FlexibleModel, reference, order: int = 6, step: flo
 
     The robot starts at rest in static equilibrium (so a constant BDF history is exact), the
     DAE is stepped with k-step BDF and Newton, and u follows from the motor equations
-    (seed 000 eq. 1f) with the accelerations of the BDF derivative.
+    (Moberg & Hanssen eq. 1f) with the accelerations of the BDF derivative.
     """
     t0, cpu0 = time.perf_counter(), time.process_time()
     y0 = np.asarray(reference.evaluate(np.array([0.0]))).ravel()

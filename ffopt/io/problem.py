@@ -37,7 +37,7 @@ from ffopt.models.flexible import AXES, COULOMB_SMOOTHING, ORIENTATION, Flexible
 from ffopt.nlp import settings as nlp_settings
 
 BDF_FORMS = ("I3", "I2", "I1")
-# auto: the zero dynamics choose bdf or nlp, with fallbacks (ffopt.auto_method); hi..dc: seed 000 family
+# auto: the zero dynamics choose bdf or nlp, with fallbacks (ffopt.auto_method); hi..dc: Moberg & Hanssen's family
 METHODS = ("auto", "bdf", "nlp", "hi", "dd", "dd43", "dd44", "dd48", "dd49", "km", "dc")
 
 

@@ -358,7 +358,7 @@ class FlexibleModel:
 
     @cached_property
     def output(self) -> ca.Function:
-        """qa -> controlled outputs Gamma(qa) (seed 000 eq. 2), e.g. [x, z] or [x, y, z, yaw, pitch, roll]."""
+        """qa -> controlled outputs Gamma(qa) (Moberg & Hanssen eq. 2), e.g. [x, z] or [x, y, z, yaw, pitch, roll]."""
         qa = self.q[: self.layout.n_link]
         p = rigid_body.tool_position(self.chain, qa)
         R = rigid_body.tool_rotation(self.chain, qa)

@@ -3,7 +3,7 @@
 - ``plant``: ``simulate`` (CVODES, torques linear or cubic-spline between grid points, optional
   motor-side PD loop ``MotorPD`` with ``pd_gains``).
 - ``baselines``: rigid inverse kinematics (the path check), rigid-model feedforward, PD only.
-- ``verify``: the verification protocol of DESIGN.md (open loop, feedforward + PD, baselines,
+- ``verify``: the verification protocol (open loop, feedforward + PD, baselines,
   payload mismatch), tool-path errors in mm.
 
 The names below are imported on first use, so the path check (``baselines``) does not pay for

@@ -3,7 +3,7 @@
 The rigid model is the industrial default that ffopt's flexible inverse improves on: the gears
 are infinitely stiff (qm = qa, motor inertia and friction act on the link joint) and non-actuated
 elastic joints are locked at their rest angle 0. With as many tool outputs as actuated joints
-the path fixes the actuated angles through Gamma(qa) = theta(t) (seed 000 eq. 2), solved here by
+the path fixes the actuated angles through Gamma(qa) = theta(t) (Moberg & Hanssen eq. 2), solved here by
 Newton continuation along t; velocities and accelerations follow from differentiating it,
 J qa' = theta',  J qa'' = theta'' - (d/dt J) qa'.
 """

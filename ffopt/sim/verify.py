@@ -1,4 +1,4 @@
-"""Verification of a plan by forward simulation of the flexible plant (DESIGN.md, protocol).
+"""Verification of a plan by forward simulation of the flexible plant.
 
 Two case sets. ``cases="default"`` runs what a user of the plan needs: the plan's torques open
 loop and with the motor PD loop (the headline number), on one CVODES integrator shared by both.
@@ -15,7 +15,7 @@ references linear between grid points unless said otherwise):
 
 - ``feedforward_open_loop``: the plant driven by u(t) alone, from rest in static equilibrium.
 - ``feedforward_pd``: u(t) plus a motor-side PD loop tracking the planned qm(t), dqm(t)
-  (the two-degree-of-freedom structure of seed 002). The headline number.
+  (the two-degree-of-freedom structure of Thuemmel, Otter & Bals). The headline number.
 (full set only:)
 - ``feedforward_open_loop_cubic_u``: as open loop, but u(t) a cubic spline through the samples.
   Linear interpolation of the torque table costs O(h^2) (the dominant error at E1's 5 ms and

@@ -178,7 +178,7 @@ plt.show()
 #
 # The E12 move: tool (x, z) along a 2.2 m straight line in 0.3 s. Reference: BDF-6 on I1 at h = 1/16 ms.
 # HI is the E1-style hand-written index-3 system, DD the automatic dummy derivatives (Mattsson-Soderlind),
-# DC the decoupled system, KM the Kunkel-Mehrmann derivative array (the seed's hand-made DD systems are
+# DC the decoupled system, KM the Kunkel-Mehrmann derivative array (the paper's hand-made DD systems are
 # E1-only).
 
 # %%

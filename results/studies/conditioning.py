@@ -1,4 +1,5 @@
-"""Study (c): condition number of the BDF Newton matrix vs. step size h (seed 000 eq. 37, 41).
+"""Study (c): condition number of the BDF Newton matrix vs. step size h (Moberg & Hanssen, inverse
+dynamics of flexible manipulators (DAE methods), eq. 37, 41).
 
     python results/studies/conditioning.py            (about 5 s; writes results/conditioning.md)
 
@@ -12,12 +13,12 @@ At each BDF step the solver solves diag(s) F(t_i, x_i, D_h x_i) = 0 for x_i with
 2. Error floor: the torque error of BDF-6 at h = 1, 0.3, 0.1 ms, unscaled and scaled, plus two
    checks of where the E12 I3 floor comes from (Newton tolerance; sensitivity to a 1e-13 rad
    perturbation of the start state while the robot is at rest).
-3. For E1 the seed's hand-made systems (40, 43, 44, 48, 49; ffopt.dae.seed_variants), at rest and
-   halfway through the motion: the seed's remark that "an analysis based on the Jacobian F_z ...
+3. For E1 the paper's hand-made systems (40, 43, 44, 48, 49; ffopt.replication.moberg_hanssen), at rest
+   and halfway through the motion: the paper's remark that "an analysis based on the Jacobian F_z ...
    does not show the numerical solvability. The Jacobian F_xi must be used" (sec. 7.2.5) is checked
    with both Jacobians.
 The findings paragraph quotes the computed numbers (nothing in it is typed in by hand except the
-seed quotations and the 3e-11 N m equilibrium residual).
+quotations of the paper and the 3e-11 N m equilibrium residual).
 """
 
 from __future__ import annotations
@@ -99,7 +100,7 @@ def form_rows(problem, t_star, h_ref):
 def e1_variant_rows(problem, t_star, h_ref):
     """cond(F_xi) (eq. 41) and cond(F_z) (Jacobian w.r.t. the highest derivatives) of eq. 40-49."""
     try:
-        from ffopt.dae.seed_variants import DEFAULT_POWER, e1_variant
+        from ffopt.replication.moberg_hanssen import DEFAULT_POWER, e1_variant
     except ImportError:
         return None
     p = problem
@@ -125,7 +126,7 @@ def e1_variant_rows(problem, t_star, h_ref):
 
 
 def _highest_derivative_condition(Fx, Fxd) -> float:
-    """cond of F_z, z = xdot_j for variables whose derivative appears, else x_j (seed eq. 45-46)."""
+    """cond of F_z, z = xdot_j for variables whose derivative appears, else x_j (Moberg & Hanssen eq. 45-46)."""
     cols = [Fxd[:, j] if np.any(Fxd[:, j]) else Fx[:, j] for j in range(Fx.shape[1])]
     return float(np.linalg.cond(np.column_stack(cols)))
 
@@ -217,7 +218,7 @@ def report(data: dict | None = None) -> str:
     data = collect() if data is None else data
     lines = ["# Conditioning of the BDF Newton matrix vs. step size (study c)\n",
              f"Generated {datetime.date.today()} by `python results/studies/conditioning.py`. Newton matrix "
-             f"N(h) = diag(s) (alpha_0/h F_xdot + F_x) (seed eq. 37/41), BDF-{ORDER} (alpha_0 = 2.45), "
+             f"N(h) = diag(s) (alpha_0/h F_xdot + F_x) (Moberg & Hanssen eq. 37/41), BDF-{ORDER} (alpha_0 = 2.45), "
              "s = (1/h)^p on the path-constraint rows, evaluated on the solution halfway through the motion. "
              "2-norm condition numbers ('singular' above 1e16 ~ 1/eps); slope = d log cond / d log(1/h) fitted for "
              "0.01 ms <= h <= 3 ms where cond < 1e15 (nan: fewer than two such points). "
@@ -255,7 +256,8 @@ def report(data: dict | None = None) -> str:
 
     variants = data["variants"]
     if variants is not None:
-        lines += ["\n## E1: the seed's hand-made systems (eq. 40-49), default scaling of ffopt.dae.seed_variants\n",
+        lines += ["\n## E1: Moberg & Hanssen's hand-made systems (eq. 40-49), default scaling of "
+                  "ffopt.replication.moberg_hanssen\n",
                   "cond F_xi = condition number of the Newton matrix (eq. 41) at h = 5 ms / 1 ms; cond F_z = of the "
                   "Jacobian w.r.t. the highest derivatives (xdot_j where x_j is differentiated, else x_j; eq. 46).\n",
                   "| eq. | point | p | cond F_xi, h = 5 ms | cond F_xi, h = 1 ms | best p in 0..2: cond (p), h = 5 ms "
@@ -282,18 +284,18 @@ def findings(data: dict) -> str:
 {sl['E1 simplified', 'I1']:.1f} for E1 (I3 / I2 / I1; E1's I3 has index 2) and {sl['E12', 'I3']:.1f} / \
 {sl['E12', 'I2']:.1f} / {sl['E12', 'I1']:.1f} for E12
   (index 3 / 2 / 1; index-1 forms keep slope 1 from alpha_0/h F_xdot of their differential rows). This is
-  the seed's remark on eq. (37)/(41): F_xdot is singular (rank {e12['conds']['I3']['rank_Fxdot'][0]} of \
+  the paper's remark on eq. (37)/(41): F_xdot is singular (rank {e12['conds']['I3']['rank_Fxdot'][0]} of \
 {e12['conds']['I3']['rank_Fxdot'][1]} for E12 I3), so alpha_0/h F_xdot + F_x is
-  ill-conditioned for small h. Yet at the seed's settings the discretized matrices are all of full rank
+  ill-conditioned for small h. Yet at the paper's settings the discretized matrices are all of full rank
   -- at h = 1 ms the unscaled E12 matrices have cond {c12['I3']:.1e} (I3), {c12['I2']:.1e} (I2), \
 {c12['I1']:.1e} (I1), below
-  1/eps = 4.5e15 -- which is the seed's sec. 7.4 observation: "All Jacobians were full-rank, which shows that the
+  1/eps = 4.5e15 -- which is the paper's sec. 7.4 observation: "All Jacobians were full-rank, which shows that the
   discretized system can be solvable, although the continuous system is not".
 - Row scaling (1/h)^p of the constraint rows helps by orders of magnitude but is not a cure: p = 1 lowers
   the slope by one for I3 and I2 (E1: {sl1['E1 simplified', 'I3']:.1f} and {sl1['E1 simplified', 'I2']:.1f}; \
 E12: {sl1['E12', 'I3']:.1f} and {sl1['E12', 'I2']:.1f}); larger p raises it again (p = 3 is worse than p = 0
   for small h). The best p depends on h (summary table: mostly 2 at h = 1 ms, 1 at h = 0.01 ms), which is
-  why the seed tuned p "empirically in the interval 1-3". Row scaling alone does not make the index-3
+  why Moberg & Hanssen tuned p "empirically in the interval 1-3". Row scaling alone does not make the index-3
   matrix h-independent (E12 I3 keeps a slope of about 2 or more for every p).
 - The condition number is not the whole story for accuracy (error-floor table). For E1 I3 at h = 0.1 ms
   scaling lowers the torque error from {fl1['I3', 1e-4, 0.0]:.1e} (p = 0) to {fl1['I3', 1e-4, 2.0]:.1e} (p = 2). \
@@ -308,25 +310,25 @@ at h = 1, 0.3, 0.1 ms), about equally for p = 0 and
   {data['rest'][0][1]:.1e} N m (peak |u| of the motion {data['u_peak_e12']:.1e} N m); perturbing q1(0) by \
 {data['rest'][1][0]:g} rad makes it
   {data['rest'][1][1]:.1e} N m. This is Moberg and
-  Hanssen's second conclusion quoted in seed sec. 3 ("if the step size is to small, we loose numerical
+  Hanssen's second conclusion of their 2007 work, quoted in the paper's sec. 3 ("if the step size is to small, we loose numerical
   solvability"). Lower-index forms push the floor down: E12 I2 {fl12['I2', 1e-3, 1.0]:.1e}, \
 {fl12['I2', 3e-4, 1.0]:.1e}, {fl12['I2', 1e-4, 1.0]:.1e}; I1
   {fl12['I1', 1e-3, 0.0]:.1e}, {fl12['I1', 3e-4, 0.0]:.1e} (vs. its own 0.1 ms run).
 """
     v = data["variants"]
     if v is not None:
-        text += f"""- E1 hand-made systems (seed sec. 7.2.2): F_z, the Jacobian w.r.t. the highest derivatives, is singular
+        text += f"""- E1 hand-made systems (Moberg & Hanssen sec. 7.2.2): F_z, the Jacobian w.r.t. the highest derivatives, is singular
   for (40), (43) and (44) and nonsingular for (49) (cond {v[49, 'motion']['Fz']:.1e}) and, in motion, (48) \
 (cond {v[48, 'motion']['Fz']:.1e}):
   it would recommend (48) and (49). The Newton matrix F_xi tells a different story: with their best
   row scaling, (44) and (49) are the best conditioned systems ({v[44, 'rest']['best5'][0]:.1e} and \
 {v[49, 'rest']['best5'][0]:.1e} at rest, h = 5 ms), 50 to 200
   times below HI ({v[40, 'rest']['best5'][0]:.1e}) and (43) ({v[43, 'rest']['best5'][0]:.1e}), \
-consistent with the seed's finding that (44) was the fastest
+consistent with the paper's finding that (44) was the fastest
   DD variant, and (48) is singular at rest for every scaling (with v = a = 0 its
   acceleration-constraint row equals alpha_0/h times its velocity-constraint row: both reduce to J(q)
   times the velocity unknowns), so its first step off the rest has no unique solution: "(48) gave no
-  solution at all". This confirms the seed's conclusion that "the Jacobian F_xi must be used to do a
+  solution at all". This confirms the paper's conclusion that "the Jacobian F_xi must be used to do a
   proper analysis".
 """
     return text

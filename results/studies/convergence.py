@@ -28,10 +28,10 @@ from ffopt.dae.bdf import BDF_ALPHA, solve_bdf
 from ffopt.dae.equilibrium import static_equilibrium
 from ffopt.dae.forms import build_inverse_dae, choose_dummy_set
 from ffopt.dae.inverse import solve_inverse_bdf, trajectory_from_states
-from ffopt.dae.seed_variants import solve_inverse_variant
 from ffopt.io.problem import load_problem
 from ffopt.plan import plan
 from ffopt.reference.time_laws import TIME_LAWS, TimeLaw
+from ffopt.replication.moberg_hanssen import solve_inverse_variant
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,21 +1,22 @@
-"""Study (a, part): E12 with "linearized dynamics" against the nonlinear model (seed 000 sec. 5.2.1, 7.4).
+"""Study (a, part): E12 with "linearized dynamics" against the nonlinear model (Moberg & Hanssen, inverse
+dynamics of flexible manipulators (DAE methods), sec. 5.2.1, 7.4).
 
     python results/studies/e12_linearized.py [--repeats N]     (writes results/e12_linearized.md)
 
-The seed analyses and solves E12 also with linearized dynamics: constant inertia matrix J_ij
+The paper analyses and solves E12 also with linearized dynamics: constant inertia matrix J_ij
 "computed for the selected configuration", gravity zero, linear springs and dampers, but the
 nonlinear path constraint (eq. 31). Here the configuration is the start of the path (static
 equilibrium) and the model is ffopt's E12 with ``Chain.constant_inertia`` = M(qa0), which drops
 the Coriolis, centripetal and gravity terms exactly as eq. (31) does.
 
 Reported, in one run on this machine:
-- indices of the linearized model (seed sec. 5.2.1: mu = 2, a = 6, d = 4; sec. 5.2.2: nu = 3);
-- BDF solve times of I3 / I2 / I1 for the linearized and the nonlinear model at the seed's settings
-  (k = 3, h = 3 ms; k = 6, h = 1 ms), median of repeats, compiled stepping loop, with the seed's
+- indices of the linearized model (paper sec. 5.2.1: mu = 2, a = 6, d = 4; sec. 5.2.2: nu = 3);
+- BDF solve times of I3 / I2 / I1 for the linearized and the nonlinear model at the paper's settings
+  (k = 3, h = 3 ms; k = 6, h = 1 ms), median of repeats, compiled stepping loop, with the paper's
   Matlab times beside them (linearized 33 / 31 / 37 s, nonlinear 38 / 34 / 43 s at k = 3, h = 3 ms),
   and the ratio linearized / nonlinear, which is comparable across machines;
 - the torque error against BDF-6 (I1) at h/8 of the same model, and the largest change of a
-  link angle in one step (the seed saw one "jump ... from elbow up to elbow down" with the
+  link angle in one step (the paper saw one "jump ... from elbow up to elbow down" with the
   linearized model).
 The nonlinear timings are the same computation as ``ffopt bench`` (results/bench.md); they are
 repeated here only so that the ratio is measured in one run.
@@ -39,14 +40,14 @@ from ffopt.io.problem import load_problem
 from ffopt.models import rigid_body
 
 ROOT = Path(__file__).resolve().parents[2]
-SEED = {(3, 3e-3): {"linearized": {"I3": 33.0, "I2": 31.0, "I1": 37.0},
-                    "nonlinear": {"I3": 38.0, "I2": 34.0, "I1": 43.0}},
-        (6, 1e-3): {"linearized": {}, "nonlinear": {"I3": 152.0, "I2": 134.0, "I1": 136.0}}}
+PAPER_TIMES_S = {(3, 3e-3): {"linearized": {"I3": 33.0, "I2": 31.0, "I1": 37.0},
+                             "nonlinear": {"I3": 38.0, "I2": 34.0, "I1": 43.0}},
+                 (6, 1e-3): {"linearized": {}, "nonlinear": {"I3": 152.0, "I2": 134.0, "I1": 136.0}}}
 FORMS = ("I3", "I2", "I1")
 
 
 def linearized(problem):
-    """E12 with the inertia matrix frozen at the start configuration and no gravity (seed eq. 31)."""
+    """E12 with the inertia matrix frozen at the start configuration and no gravity (Moberg & Hanssen eq. 31)."""
     p = problem
     y0 = np.asarray(p.reference.evaluate(np.array([0.0]))).ravel()
     q0 = static_equilibrium(p.model, y0, p.reference_spec.joint_guess)
@@ -62,7 +63,7 @@ def indices(problem) -> dict:
     s = strangeness_analysis(p.model, p.reference, "I3", p.reference_spec.joint_guess)
     r = structural_analysis(p.model, p.reference, "I3", p.reference_spec.joint_guess)
     return {"mu": s.mu, "a": s.a, "d": s.d, "nu_s": r.structural_index, "nu_d": r.differential_index,
-            "algebraic": r.algebraic_seed(), "differential": r.differential_seed()}
+            "algebraic": r.algebraic_x(), "differential": r.differential_x()}
 
 
 def timed(problem, order, h, form, repeats):
@@ -81,7 +82,7 @@ def operations(problem, form="I3") -> int:
 
 def rows(models, repeats):
     out = []
-    for (order, h), seed in SEED.items():
+    for (order, h), paper in PAPER_TIMES_S.items():
         for label, p in models.items():
             g = p.reference_spec.joint_guess
             u_ref = solve_inverse_bdf(p.model, p.reference, 6, h / 8, "I1", qa_guess=g).u
@@ -91,7 +92,7 @@ def rows(models, repeats):
                 out.append({"order": order, "h": h, "model": label, "form": form, "time_s": t,
                             "err_u": float(np.abs(tr.u - u_ref[::8]).max() / np.abs(u_ref).max()),
                             "peak_u": np.abs(tr.u).max(axis=0), "max_step_dq": jump,
-                            "seed_s": seed[label].get(form)})
+                            "paper_s": paper[label].get(form)})
     return out
 
 
@@ -101,35 +102,36 @@ def report(repeats: int) -> str:
     ix = {"linearized": indices(lin), "nonlinear": indices(nonlinear)}
     table = rows({"linearized": lin, "nonlinear": nonlinear}, repeats)
     ops = {label: operations(p) for label, p in (("linearized", lin), ("nonlinear", nonlinear))}
-    lines = ["# E12: linearized vs. nonlinear dynamics (seed 000 sec. 5.2.1 and 7.4)\n",
+    lines = ["# E12: linearized vs. nonlinear dynamics (Moberg & Hanssen, inverse dynamics of flexible "
+             "manipulators, sec. 5.2.1 and 7.4)\n",
              f"Generated {datetime.date.today()} by `python results/studies/e12_linearized.py --repeats {repeats}` "
              f"({platform.machine()}, Python {platform.python_version()}; shared 2-core machine: solve = fastest of "
              f"{repeats} runs, compiled stepping loop, one-off build excluded). "
              "Linearized = constant inertia matrix M(qa0) at the start configuration, no Coriolis / centripetal / "
-             "gravity terms, nonlinear path constraint (seed eq. 31):\n",
+             "gravity terms, nonlinear path constraint (Moberg & Hanssen eq. 31):\n",
              "```", np.array2string(M0, precision=2, suppress_small=True), "```\n",
              "## Indices of the I3 inverse DAE (motor equations removed), at rest at the path start\n",
-             "| model | mu | a | d | differential index | structural index | algebraic (seed names) | differential |",
+             "| model | mu | a | d | differential index | structural index | algebraic (paper's names) | differential |",
              "|---|---|---|---|---|---|---|---|"]
     for label, i in ix.items():
         lines.append(f"| {label} | {i['mu']} | {i['a']} | {i['d']} | {i['nu_d']} | {i['nu_s']} | "
                      f"{', '.join(i['algebraic'])} | {', '.join(i['differential'])} |")
-    lines.append("\nSeed: mu = 2, a = 6, d = 4 (sec. 5.2.1, linearized); nu = 3 (sec. 5.2.2); x1, x2, x6, x7, x9, x10 "
+    lines.append("\nMoberg & Hanssen: mu = 2, a = 6, d = 4 (sec. 5.2.1, linearized); nu = 3 (sec. 5.2.2); x1, x2, x6, x7, x9, x10 "
                  "algebraic, x3, x4, x5, x8 differential (sec. 5.2.3).\n")
-    for (order, h) in SEED:
+    for (order, h) in PAPER_TIMES_S:
         sel = [r for r in table if r["order"] == order and r["h"] == h]
         lines += [f"\n## BDF-{order}, h = {h * 1e3:g} ms\n",
-                  "| model | form | solve [ms] | seed [s] | lin / nonlin (here) | lin / nonlin (seed) | rel err u "
+                  "| model | form | solve [ms] | paper [s] | lin / nonlin (here) | lin / nonlin (paper) | rel err u "
                   "| peak |u| [N m] | max |dq| per step [rad] |", "|---|---|---|---|---|---|---|---|---|"]
         for r in sel:
             other = next(x for x in sel if x["form"] == r["form"] and x["model"] != r["model"])
             lin_r, non_r = (r, other) if r["model"] == "linearized" else (other, r)
             ratio = lin_r["time_s"] / non_r["time_s"]
-            seed_ratio = (lin_r["seed_s"] / non_r["seed_s"]) if lin_r["seed_s"] and non_r["seed_s"] else None
+            paper_ratio = (lin_r["paper_s"] / non_r["paper_s"]) if lin_r["paper_s"] and non_r["paper_s"] else None
             show = r["model"] == "linearized"
-            seed = "-" if r["seed_s"] is None else f"{r['seed_s']:g}"
-            lines.append(f"| {r['model']} | {r['form']} | {r['time_s'] * 1e3:.2f} | {seed} | "
-                         f"{f'{ratio:.2f}' if show else ''} | {f'{seed_ratio:.2f}' if show and seed_ratio else ''} | "
+            paper = "-" if r["paper_s"] is None else f"{r['paper_s']:g}"
+            lines.append(f"| {r['model']} | {r['form']} | {r['time_s'] * 1e3:.2f} | {paper} | "
+                         f"{f'{ratio:.2f}' if show else ''} | {f'{paper_ratio:.2f}' if show and paper_ratio else ''} | "
                          f"{r['err_u']:.1e} | {', '.join(f'{v:.3g}' for v in r['peak_u'])} | {r['max_step_dq']:.2e} |")
     lines.append(findings(ix, table, ops))
     return "\n".join(lines) + "\n"
@@ -141,7 +143,7 @@ def findings(ix, table, ops) -> str:
     ratios = {f: k3["linearized", f]["time_s"] / k3["nonlinear", f]["time_s"] for f in FORMS}
     jumps = max(r["max_step_dq"] for r in table)
     if max(ratios.values()) < 1.0:
-        verdict = ("\n  The linearized model is the cheaper for every form, so we see no sign of the seed's reading that "
+        verdict = ("\n  The linearized model is the cheaper for every form, so we see no sign of the paper's reading that "
                    "the\n  nonlinear terms improve solvability.")
     else:
         verdict = ("\n  The two models cost about the same (ratios on both sides of 1, within the timing noise of a few "
@@ -149,19 +151,19 @@ def findings(ix, table, ops) -> str:
     return f"""
 ## Findings
 
-- The seed's analysis of the linearized E12 (sec. 5.2.1-5.2.3) is reproduced: mu = {lin['mu']}, a = {lin['a']},
+- Moberg & Hanssen's analysis of the linearized E12 (sec. 5.2.1-5.2.3) is reproduced: mu = {lin['mu']}, a = {lin['a']},
   d = {lin['d']}, differential and structural index {lin['nu_d']} / {lin['nu_s']}; the nonlinear model has the same
-  numbers, and the dummy-derivative selection gives the seed's algebraic set on both.
+  numbers, and the dummy-derivative selection gives the paper's algebraic set on both.
 - Cost: at k = 3, h = 3 ms the linearized model takes {ratios['I3']:.2f} / {ratios['I2']:.2f} / \
 {ratios['I1']:.2f} times the time of the
-  nonlinear one (I3 / I2 / I1), against 0.87 / 0.91 / 0.86 in the seed's Matlab runs. The residual of
+  nonlinear one (I3 / I2 / I1), against 0.87 / 0.91 / 0.86 in the paper's Matlab runs. The residual of
   the nonlinear I3 DAE has {ops['nonlinear']} elementary operations against {ops['linearized']} for the \
 linearized one
   ({ops['nonlinear'] / ops['linearized']:.1f} times as many), so here too the cost grows much less than \
-the equation size (seed sec. 8:
+the equation size (Moberg & Hanssen sec. 8:
   "the time for solving the nonlinear dynamics does not increase proportional to the equation size");
   part of the stepping cost is per step and per Newton iteration, independent of the model.{verdict}
-- No jump between elbow-up and elbow-down configurations (seed sec. 8) occurred in any run here: the
+- No jump between elbow-up and elbow-down configurations (Moberg & Hanssen sec. 8) occurred in any run here: the
   largest change of a link angle in one step is {jumps:.2e} rad (an elbow flip would be of order 1 rad).
 """
 

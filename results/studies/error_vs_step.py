@@ -2,10 +2,11 @@
 
     python results/studies/error_vs_step.py        (about 1 min; writes results/error_vs_step.md)
 
-For E1 simplified (seed 000 sec. 7.2) with the seed's variants HI (original DAE), DD (automatic
-dummy derivatives), KM and DC, and for E12 (sec. 7.4) with HI and DD: the torque error
-max|u - u_ref| / max|u_ref| on the coarse grid, u_ref from BDF-6 on DD at h_min / 8. The
-observed order between h and h/2 is log2(err(h) / err(h/2)).
+For E1 simplified (Moberg & Hanssen, inverse dynamics of flexible manipulators (DAE methods), sec.
+7.2) with the paper's variants HI (original DAE), DD (automatic dummy derivatives), KM and DC, and
+for E12 (sec. 7.4) with HI and DD: the torque error max|u - u_ref| / max|u_ref| on the coarse grid,
+u_ref from BDF-6 on DD at h_min / 8. The observed order between h and h/2 is
+log2(err(h) / err(h/2)).
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ffopt.dae.seed_variants import solve_inverse_variant
 from ffopt.errors import SolverError
 from ffopt.io.problem import load_problem
+from ffopt.replication.moberg_hanssen import solve_inverse_variant
 
 ROOT = Path(__file__).resolve().parents[2]
 CASES = [("E1 simplified", "e1_simplified.toml", ["HI", "DD", "KM", "DC"], [4e-3, 2e-3, 1e-3, 5e-4, 2.5e-4]),
@@ -80,8 +81,8 @@ NOTES = """
   tests/test_inverse_order.py and results/bench.md).
 - E12 (index 3, steps 4..0.5 ms): DD converges with order ~2.3-3.4 for k >= 3 in this range (not
   yet asymptotic for the 2.5 Hz structure over a 0.3 s motion); HI converges with order ~2.5-2.9
-  down to 1 ms and then *diverges* for k >= 3 at 0.5 ms (errors 2e-3 .. 1.1e-1): the seed's
-  "if the step size is too small, we lose numerical solvability" (sec. 3) -- the I3 Newton
+  down to 1 ms and then *diverges* for k >= 3 at 0.5 ms (errors 2e-3 .. 1.1e-1): Moberg &
+  Hanssen's "if the step size is too small, we lose numerical solvability" (sec. 3) -- the I3 Newton
   matrix has condition ~1e14 there even with the default (1/h)^2 scaling
   (results/conditioning.md).
 - Errors near 1e-10 are at the level of the reference's own error; orders from them are noise.

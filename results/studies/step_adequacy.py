@@ -1,8 +1,9 @@
-"""Is the step size adequate? Forward simulation of BDF torques (seed 000 sec. 7.2.5 Fig. 7-10, sec. 7.4).
+"""Is the step size adequate? Forward simulation of BDF torques (Moberg & Hanssen, inverse dynamics of
+flexible manipulators (DAE methods), sec. 7.2.5 Fig. 7-10, sec. 7.4).
 
     python results/studies/step_adequacy.py           (about 30 s; writes results/step_adequacy.md)
 
-Seed claims checked here:
+The paper's claims checked here:
 - E1 (sec. 7.2.5, Fig. 7-10): "the stepsize has to be small for the 1-step BDF. If the stepsize
   is to large, simulations shows that an undesired vibration in the controlled direction (Z)
   occurs when the computed control signal u is used as a feedforward torque input to a simulation
@@ -11,7 +12,7 @@ Seed claims checked here:
 - E12 (sec. 7.4): "For accurate solutions, the stepsize have to be small. An increase of the stepsize
   will increase the tool vibrations. A 6-step BDF and 5 ms stepsize is adequate in this case."
 
-Method: torques from BDF on the dummy-derivative system (E1: the seed's eq. 44, ``DD44``; E12: the
+Method: torques from BDF on the dummy-derivative system (E1: the paper's eq. 44, ``DD44``; E12: the
 I1 form, its counterpart) are fed open loop to the forward model (CVODES, rtol 1e-10), starting at
 rest in static equilibrium; u is interpolated by a cubic spline through the BDF samples (so the
 error measured is that of the inverse solution, not of linear interpolation; see
@@ -44,7 +45,7 @@ def plan(problem, variant: str, order: int, h: float):
     g = p.reference_spec.joint_guess
     if variant == "I1":
         return solve_inverse_bdf(p.model, p.reference, order, h, "I1", qa_guess=g)
-    from ffopt.dae.seed_variants import solve_inverse_variant
+    from ffopt.replication.moberg_hanssen import solve_inverse_variant
 
     return solve_inverse_variant(p.model, p.reference, variant, order, h, g)
 
@@ -83,7 +84,7 @@ CASES = [
 def report() -> str:
     lines = ["# Is the step size adequate? Open-loop simulation of the BDF torques\n",
              f"Generated {datetime.date.today()} by `python results/studies/step_adequacy.py`. Torques from BDF "
-             "on the dummy-derivative system (E1: seed eq. 44 = DD44, E12: I1), cubic spline through the samples, "
+             "on the dummy-derivative system (E1: Moberg & Hanssen eq. 44 = DD44, E12: I1), cubic spline through the samples, "
              "simulated open loop from rest (CVODES rtol 1e-10, u linear between the points of a 0.1 ms grid). Tool error = |y - theta| in mm (E1: the controlled "
              "z only); 'after' = in the rest after the motion (residual vibration), its max and its peak-to-peak; x p-p after = peak-to-peak of the "
              "tool x coordinate after the motion (E1: the uncontrolled direction).\n"]
@@ -111,12 +112,12 @@ def findings(d) -> str:
     return f"""
 ## Findings
 
-- E1, 1-step BDF (the seed's DD_1_10 and DD_1_1): with h = 10 ms the simulated tool misses the
+- E1, 1-step BDF (Moberg & Hanssen's DD_1_10 and DD_1_1): with h = 10 ms the simulated tool misses the
   controlled z by up to {e1_10['motion_mm']:.3g} mm during the motion and is still off by up to \
 {e1_10['after_mm']:.3g} mm in the
   rest afterwards, oscillating ({e1_10['after_pp_mm']:.3g} mm peak-to-peak); with h = 1 ms these drop to {e1_1['motion_mm']:.3g} and {e1_1['after_mm']:.3g} mm (BDF-6 at 0.25 ms: \
 {e1_ref['motion_mm']:.2g} and {e1_ref['after_mm']:.2g} mm).
-  This is the seed's Fig. 10: a too-large step leaves "an undesired vibration in the controlled
+  This is the paper's Fig. 10: a too-large step leaves "an undesired vibration in the controlled
   direction (Z)". The uncontrolled x keeps a vibration of {e1_ref['x_pp_after_mm']:.3g} mm peak-to-peak after \
 the motion even
   with the accurate torques ("the correct solution has small vibrations in the uncontrolled

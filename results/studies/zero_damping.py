@@ -1,4 +1,5 @@
-"""Study (d): what happens with zero damping (seed 000 sec. 8: "the index increases one step").
+"""Study (d): what happens with zero damping (Moberg & Hanssen, inverse dynamics of flexible manipulators
+(DAE methods), sec. 8: "the index increases one step").
 
     python results/studies/zero_damping.py     (about 1 min; writes results/zero_damping.md)
 
@@ -26,9 +27,9 @@ from ffopt.dae.bdf import BDF_ALPHA, solve_bdf
 from ffopt.dae.equilibrium import static_equilibrium
 from ffopt.dae.forms import build_inverse_dae
 from ffopt.dae.inverse import solve_inverse_bdf
-from ffopt.dae.seed_variants import solve_inverse_variant
 from ffopt.errors import FfoptError
 from ffopt.io.problem import load_problem
+from ffopt.replication.moberg_hanssen import solve_inverse_variant
 
 ROOT = Path(__file__).resolve().parents[2]
 H, H_REF = 1e-3, 1.25e-4
@@ -91,7 +92,7 @@ def case_row(label, p, kinds) -> dict:
     mu = strangeness_analysis(model, p.reference, "I3", g)
     i1 = structural_analysis(model, p.reference, "I1", g)
     return {"label": label, "kinds": kinds, "nu_s": r.structural_index, "nu_d": r.differential_index,
-            "mu": mu.mu, "a": mu.a, "d": mu.d, "algebraic": r.algebraic_seed(), "nu_i1": i1.differential_index,
+            "mu": mu.mu, "a": mu.a, "d": mu.d, "algebraic": r.algebraic_x(), "nu_i1": i1.differential_index,
             "slope": i3_slope(model, p), "err": solves(model, p)}
 
 
@@ -101,7 +102,7 @@ def _e(v) -> str:
 
 def table(rows) -> list[str]:
     lines = ["| model | damping set to 0 | structural index | differential index | strangeness mu (a, d) | "
-             "algebraic (seed names) | index of I1 | I3 cond slope | u err I3 | u err I2 | u err I1 | u err DD |",
+             "algebraic (paper's names) | index of I1 | I3 cond slope | u err I3 | u err I2 | u err I1 | u err DD |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['label']} | {', '.join(r['kinds']) or 'none (as given)'} | {r['nu_s']} | {r['nu_d']} | "
@@ -123,11 +124,11 @@ def findings(rows) -> str:
     return f"""
 ## Findings
 
-- The seed's remark (sec. 8, "the index increases one step if the damping is zero") is about the
+- Moberg & Hanssen's remark (sec. 8, "the index increases one step if the damping is zero") is about the
   gear damping. In E12 the motor velocities x9, x10 enter the (u-free) link rows only through the
   gear damper d_g (qm' - qg'). With d_g = 0 they drop out and are reached only through qm' = vm after
   one more differentiation of the link rows: structural index {base['nu_s']} -> {gear['nu_s']}, differential
-  index {base['nu_d']} -> {gear['nu_d']}, strangeness index {base['mu']} -> {gear['mu']} (mu = nu - 1, seed sec. 5.1.1),
+  index {base['nu_d']} -> {gear['nu_d']}, strangeness index {base['mu']} -> {gear['mu']} (mu = nu - 1, Moberg & Hanssen sec. 5.1.1),
   and the algebraic set grows from {' '.join(base['algebraic'])} to {' '.join(gear['algebraic'])}
   (a = {base['a']} -> {gear['a']}, d = {base['d']} -> {gear['d']}).
 - Passive-joint damping does not change the index: E12 with the passive damper removed keeps
@@ -139,7 +140,7 @@ def findings(rows) -> str:
   {arrow('I3')}, {arrow('I2')}, {arrow('I1')} (the I1 form, eq. 34, now has index {gear['nu_i1']}: the motor
   velocities need one more differentiation than it provides). The automatic dummy-derivative system,
   built by Pantelides for the new structure, stays index 1 and keeps its accuracy ({arrow('DD')}):
-  damping "improves the solvability" (seed sec. 8) of the fixed forms, not of an index-1 reduction.
+  damping "improves the solvability" (Moberg & Hanssen sec. 8) of the fixed forms, not of an index-1 reduction.
 """
 
 

@@ -1,4 +1,5 @@
-"""KM: k-step BDF on Kunkel & Mehrmann's underdetermined system (seed 000 sec. 6.3, eq. 38; 7.2.3).
+"""KM: k-step BDF on Kunkel & Mehrmann's underdetermined system, as replicated from Moberg & Hanssen,
+inverse dynamics of flexible manipulators (DAE methods), sec. 6.3, eq. 38; sec. 7.2.3.
 
 At each t_i the unknowns are x_i (n) and y_i = [x', ..., x^(mu+1)] ((mu+1) n, independent
 algebraic variables), and the equations are
@@ -12,7 +13,7 @@ x_i; it is solved by Gauss-Newton with minimum-norm steps dz = -J^T (J J^T + eps
 (solved as the KKT system [I J^T; J -eps I], condition ~ cond(J) rather than its square) (rows
 equilibrated once at the start), a fixed number of iterations per step. The step function is
 built in CasADi (MX, sparse QR) and iterated with ``mapaccum``, like ffopt.dae.bdf, so its cost
-can be compared with DD/HI in the same machinery (seed: KM ~6x slower than DD).
+can be compared with DD/HI in the same machinery (Moberg & Hanssen: KM ~6x slower than DD).
 The accelerations for u are the BDF derivative D_h v_i (y is not unique in x'' for mu = 1).
 """
 
@@ -29,6 +30,7 @@ from ffopt.dae.bdf import BDF_ALPHA
 from ffopt.dae.equilibrium import static_equilibrium
 from ffopt.dae.forms import build_inverse_dae
 from ffopt.models.flexible import FlexibleModel
+from ffopt.replication.python_bdf import gauss_newton_march, least_squares_march
 from ffopt.trajectory import Trajectory
 
 GN_ITERATIONS = 4
@@ -103,16 +105,14 @@ def solve_km(F: ca.Function, x0: np.ndarray, h: float, n_steps: int, order: int,
     """(t, x (n_steps+1, n), residual (n_steps+1,), build s, solve s) by KM from rest at x0.
 
     engine "compiled" / "vm": the CasADi step function iterated by mapaccum (compiled to C when
-    possible); "python": the Python Gauss-Newton stepper of ffopt.dae.seed_variants (lstsq);
-    "scipy": its scipy least_squares stepper (finite-difference Jacobians, like the seed's lsqnonlin).
+    possible); "python": the Python Gauss-Newton stepper of ffopt.replication.python_bdf (lstsq);
+    "scipy": its scipy least_squares stepper (finite-difference Jacobians, like the paper's lsqnonlin).
     counts (optional dict, Python engines): residual evaluations, unknowns, equations per step.
     """
     n = F.numel_in(1)
     tic = time.perf_counter()
     Z1, weights = km_matrices(F, n, mu, d, 0.0, x0)
     if engine in ("python", "scipy"):
-        from ffopt.dae.seed_variants import gauss_newton_march, least_squares_march
-
         R = _km_python_residual(F, n, mu, order, Z1, weights)
         t_build = time.perf_counter() - tic
         tic = time.perf_counter()
@@ -149,7 +149,7 @@ def _compiled(step: ca.Function) -> ca.Function:
     so_path = _cache_dir(None) / f"km_{key}.so"
     try:
         if not so_path.exists():
-            _compile_to(step, so_path)
+            _compile_to((step,), so_path)
         return ca.external(step.name(), str(so_path))
     except (OSError, RuntimeError) as err:
         warnings.warn(f"compiling the KM step failed ({err}); using CasADi's virtual machine", RuntimeWarning)
@@ -158,7 +158,7 @@ def _compiled(step: ca.Function) -> ca.Function:
 
 def solve_inverse_km(model: FlexibleModel, reference, order: int = 6, step: float = 5e-3,
                      qa_guess=None, engine: str = "compiled") -> Trajectory:
-    """Inverse dynamics by KM (seed eq. 38) on the I3 DAE; u from the BDF accelerations."""
+    """Inverse dynamics by KM (Moberg & Hanssen eq. 38) on the I3 DAE; u from the BDF accelerations."""
     from ffopt.dae.inverse import trajectory_from_states
 
     tic = time.perf_counter()

@@ -1,5 +1,6 @@
-"""The seed's solver variants for E1 (seed 000 sec. 7.2) and one entry point for all of them.
+"""Moberg & Hanssen's solver variants for E1 and one entry point for all of them.
 
+Replication of Moberg & Hanssen, inverse dynamics of flexible manipulators (DAE methods), sec. 7.2.
 Hand-made E1 systems in x = [x1, x2, x3, x4] = [q1, q2, dq1, dq2] (q1 the driven joint, q2 the
 passive elastic joint, output z), built from the model's own functions so they hold for the
 simplified (eq. 16) and the complete (eq. 27) E1 alike:
@@ -9,19 +10,20 @@ simplified (eq. 16) and the complete (eq. 27) E1 alike:
 - 44: (43) without x^1 and its row: [link; x2' - x4; Gamma - theta; Gamma' - theta'] (= form I2).
 - 48: both kinematic rows removed (dummies x1', x2'): [link; Gamma; Gamma'; Gamma''], x1, x2
   algebraic. At rest Gamma' does not depend on (x1, x2) and Gamma'' ~ (alpha0/h) Gamma', so the
-  BDF Newton matrix is singular at the start: the seed found "no solution at all".
+  BDF Newton matrix is singular at the start: the paper found "no solution at all".
 - 49: the velocity constraint removed instead: [link; x2' - x4; Gamma; Gamma''].
 
 Here Gamma' = J(q) v and Gamma'' = J(q) a + (dJ/dt) v, i.e. the constraint differentiated with
-the kinematic rows substituted, as in the seed.
+the kinematic rows substituted, as in the paper.
 
 ``solve_inverse_variant`` selects HI / DD / KM / DC like the other methods; DD is the automatic
 dummy-derivative reduction (any model), DD43..DD49 the hand-made E1 systems. Three engines: the
-compiled CasADi stepping of ffopt.dae.bdf (KM: its own CasADi mapaccum loop, ffopt.dae.km); a
-plain Python Gauss-Newton stepper with minimum-norm steps and exact Jacobians (numpy lstsq), the
-same for every variant; and "scipy", scipy.optimize.least_squares per step with finite-difference
-Jacobians, the analogue of the seed's Matlab fsolve / lsqnonlin solver (sec. 7.2.5), for
-like-for-like cost comparisons with the seed's timings.
+compiled CasADi stepping of ffopt.dae.bdf (KM: its own CasADi mapaccum loop,
+ffopt.replication.kunkel_mehrmann); and the Python steppers of ffopt.replication.python_bdf, the
+same for every variant: "python" (Gauss-Newton with minimum-norm steps and exact Jacobians) and
+"scipy" (scipy.optimize.least_squares per step with finite-difference Jacobians, the analogue of
+the paper's Matlab fsolve / lsqnonlin solver, sec. 7.2.5), for like-for-like cost comparisons with
+the paper's timings.
 """
 
 from __future__ import annotations
@@ -32,17 +34,18 @@ from dataclasses import dataclass
 import casadi as ca
 import numpy as np
 
-from ffopt.dae.bdf import BDF_ALPHA, solve_bdf
+from ffopt.dae.bdf import solve_bdf
 from ffopt.dae.equilibrium import static_equilibrium
 from ffopt.errors import ProblemError, SolverError
 from ffopt.models.flexible import FlexibleModel
+from ffopt.replication.python_bdf import python_bdf
 from ffopt.trajectory import Trajectory
 
 E1_EQUATIONS = (40, 43, 44, 48, 49)
-# "DD" = automatic dummy derivatives (any model); "DD43".."DD49" = the seed's hand-made E1 systems
+# "DD" = automatic dummy derivatives (any model); "DD43".."DD49" = the paper's hand-made E1 systems
 VARIANTS = ("HI", "DD", "DD43", "DD44", "DD48", "DD49", "KM", "DC")
 ENGINES = ("compiled", "python", "scipy")
-# (1/h)^p scaling of the constraint rows: seed sec. 7.2.1 scales the index-2 constraint by 1/h.
+# (1/h)^p scaling of the constraint rows: Moberg & Hanssen sec. 7.2.1 scale the index-2 constraint by 1/h.
 DEFAULT_POWER = {40: 1.0, 43: 1.0, 44: 1.0, 48: 0.0, 49: 0.0}
 
 
@@ -65,14 +68,14 @@ class E1Variant:
 def check_e1(model: FlexibleModel) -> None:
     L = model.layout
     if not (L.n_link == 2 and L.n_motor == 0 and L.direct == (0,) and L.passive == (1,) and len(model.outputs) == 1):
-        raise ProblemError(f"the seed's hand-made variants DD43..DD49 need an E1-type model (E1 simplified or "
+        raise ProblemError(f"Moberg & Hanssen's hand-made variants DD43..DD49 need an E1-type model (E1 simplified or "
                            f"complete: driven joint 1, passive joint 2, one output, no motors); model {model.name!r} "
                            f"has direct {L.direct}, passive {L.passive}, {L.n_motor} motors, outputs "
                            f"{list(model.outputs)}. Use variant HI, DD (automatic), KM or DC")
 
 
 def e1_variant(model: FlexibleModel, reference, equation: int) -> E1Variant:
-    """The hand-made E1 system of seed 000 eq. (40), (43), (44), (48) or (49)."""
+    """The hand-made E1 system of Moberg & Hanssen eq. (40), (43), (44), (48) or (49)."""
     check_e1(model)
     if equation not in E1_EQUATIONS:
         raise ProblemError(f"E1 variant equation must be one of {E1_EQUATIONS}, got {equation}")
@@ -96,124 +99,6 @@ def e1_variant(model: FlexibleModel, reference, equation: int) -> E1Variant:
     constraint = np.arange(n_x) >= n_x - n_con
     accel = ca.Function("accel", [X, Xd], [a], ["x", "xdot"], ["a"])
     return E1Variant(equation, F, n_x, constraint, accel)
-
-
-
-
-# --- Python BDF steppers (like-for-like timings of all variants, KM included) ------------------
-
-
-def python_bdf(F: ca.Function, x0: np.ndarray, h: float, n_steps: int, order: int, row_scale=None,
-               engine: str = "python", counts: dict | None = None):
-    """(t, x, xdot, wall s): k-step BDF in a Python loop over the steps (counts: see the marches).
-
-    engine "python": minimum-norm Gauss-Newton steps with exact Jacobians (numpy lstsq);
-    "scipy": scipy.optimize.least_squares per step with finite-difference Jacobians, the analogue of
-    the seed's Matlab fsolve / lsqnonlin (see least_squares_march).
-    """
-    n = F.numel_in(1)
-    alpha = BDF_ALPHA[order]
-    scale = np.ones(n) if row_scale is None else np.asarray(row_scale, float)
-    z, t_s, past = ca.SX.sym("z", n), ca.SX.sym("t"), ca.SX.sym("past", n)
-    inv_h = ca.SX.sym("inv_h")
-    r = ca.DM(scale) * F(t_s, z, (alpha[0] * z + past) * inv_h)
-    R = ca.Function("python_bdf_step", [z, t_s, past, inv_h], [r, ca.jacobian(r, z)])
-    t = h * np.arange(n_steps + 1)
-    tic = time.perf_counter()
-    march = least_squares_march if engine == "scipy" else gauss_newton_march
-    x = march(R, x0, n, t, order, h, counts=counts)
-    return t, x, bdf_derivative(x, order, h), time.perf_counter() - tic
-
-
-def gauss_newton_march(R: ca.Function, z0: np.ndarray, n_x: int, t: np.ndarray, order: int, h: float,
-                       tol: float = 1e-10, max_iter: int = 20, counts: dict | None = None,
-                       residual_tol: float | None = None) -> np.ndarray:
-    """March R(z_i, t_i, sum_j alpha_j x_(i-j), 1/h) = 0; z_i[:n_x] is the BDF state, at rest before t0.
-
-    Stops a step when the Gauss-Newton update is below ``tol`` (relative) or, if given, when
-    max |R| <= ``residual_tol``: underdetermined systems (KM) need the latter, as their minimum-norm
-    updates in the non-unique directions are roundoff-driven and need not shrink.
-    counts (optional dict) receives residual_evaluations (each with its exact Jacobian) and unknowns.
-    """
-    n_eval = 0
-    alpha = BDF_ALPHA[order]
-    Z = np.zeros((len(t), len(z0)))
-    Z[0] = z0
-    hist = np.tile(z0[:n_x], (order, 1))
-    for i in range(1, len(t)):
-        past = alpha[1:] @ hist
-        z = Z[i - 1].copy()
-        for _ in range(max_iter):
-            r, J = R(z, t[i], past, 1.0 / h)
-            n_eval += 1
-            r, J = np.asarray(r).ravel(), np.asarray(J)
-            if residual_tol is not None and np.abs(r).max() <= residual_tol:
-                break
-            dz = np.linalg.lstsq(J, -r, rcond=None)[0]
-            z += dz
-            if not np.all(np.isfinite(z)):
-                break
-            if np.abs(dz).max() <= tol * (1 + np.abs(z).max()):
-                break
-        else:
-            z[:] = np.nan
-        if not np.all(np.isfinite(z)):
-            raise SolverError(f"Gauss-Newton (BDF-{order}, h = {h:g}) did not converge at t = {t[i]:.4g} "
-                              f"(step {i}, |R| = {np.abs(r).max():.3g}); try another step or variant")
-        Z[i] = z
-        hist = np.vstack([z[:n_x], hist[:-1]])
-    if counts is not None:
-        counts.update(residual_evaluations=n_eval, unknowns=len(z0), equations=R.size1_out(0))
-    return Z
-
-
-LSQ_TOL = 1e-12  # scipy least_squares ftol / xtol / gtol
-LSQ_RESIDUAL_TOL = 1e-6  # max |scaled residual| accepted after least_squares
-# Seed sec. 7.2.5: "solved using lsqnonlin or fsolve". Square step systems: dogleg trust region
-# (Matlab fsolve's default); underdetermined (KM): trust-region reflective (lsqnonlin's default).
-LSQ_METHOD_SQUARE = "dogbox"
-LSQ_METHOD_UNDERDETERMINED = "trf"
-
-
-def least_squares_march(R: ca.Function, z0: np.ndarray, n_x: int, t: np.ndarray, order: int, h: float,
-                        counts: dict | None = None) -> np.ndarray:
-    """As gauss_newton_march, but each step by scipy.optimize.least_squares with a 2-point
-    finite-difference Jacobian: the seed's Matlab set-up (fsolve / lsqnonlin per BDF step, sec.
-    7.2.5), whose cost grows with the number of unknowns (one residual call per unknown per
-    Jacobian). Note: trf on the square E1 systems fails (DD) or jumps to the mirrored elbow (49).
-    counts (optional dict) receives residual_evaluations (finite differences included), unknowns.
-    """
-    from scipy.optimize import least_squares
-
-    res = R.slice("residual_only", list(range(R.n_in())), [0])
-    m = R.size1_out(0)
-    method = LSQ_METHOD_UNDERDETERMINED if m < len(z0) else LSQ_METHOD_SQUARE
-    alpha = BDF_ALPHA[order]
-    Z = np.zeros((len(t), len(z0)))
-    Z[0] = z0
-    hist = np.tile(z0[:n_x], (order, 1))
-    n_eval = 0
-    for i in range(1, len(t)):
-        past = alpha[1:] @ hist
-        fun = lambda z: np.asarray(res(z, t[i], past, 1.0 / h)).ravel()  # noqa: E731
-        sol = least_squares(fun, Z[i - 1], method=method, jac="2-point", ftol=LSQ_TOL, xtol=LSQ_TOL, gtol=LSQ_TOL)
-        n_eval += sol.nfev + sol.njev * len(z0)  # '2-point': one call per unknown per Jacobian
-        r_max = np.abs(sol.fun).max()
-        if not (np.all(np.isfinite(sol.x)) and r_max <= LSQ_RESIDUAL_TOL):
-            raise SolverError(f"least_squares (BDF-{order}, h = {h:g}) did not converge at t = {t[i]:.4g} "
-                              f"(step {i}, |R| = {r_max:.3g}: no consistent solution); try another step or variant")
-        Z[i] = sol.x
-        hist = np.vstack([sol.x[:n_x], hist[:-1]])
-    if counts is not None:
-        counts.update(residual_evaluations=n_eval, unknowns=len(z0), equations=m)
-    return Z
-
-
-def bdf_derivative(x: np.ndarray, order: int, h: float) -> np.ndarray:
-    """D_h x on the grid, with the at-rest history x_0 before t0."""
-    alpha = BDF_ALPHA[order]
-    padded = np.vstack([np.tile(x[0], (order, 1)), x])
-    return sum(alpha[j] * padded[order - j: len(padded) - j] for j in range(order + 1)) / h
 
 
 # --- solving ---------------------------------------------------------------------------------
@@ -257,20 +142,20 @@ def solve_e1_variant(model: FlexibleModel, reference, equation: int, order: int 
 def solve_inverse_variant(model: FlexibleModel, reference, variant: str, order: int = 6, step: float = 5e-3,
                           qa_guess=None, engine: str = "compiled", scaling_power: float | None = None,
                           prefer=None) -> Trajectory:
-    """Inverse dynamics by one of the seed's solver variants (seed 000 sec. 7.2.5), by name.
+    """Inverse dynamics by one of Moberg & Hanssen's solver variants (sec. 7.2.5), by name.
 
     variant: HI (BDF on the original DAE), DD (automatic dummy derivatives, any model), DD43 /
-    DD44 / DD48 / DD49 (the seed's hand-made E1 systems), KM (Kunkel-Mehrmann underdetermined
+    DD44 / DD48 / DD49 (the paper's hand-made E1 systems), KM (Kunkel-Mehrmann underdetermined
     system, eq. 38), DC (decoupled system, eq. 20-21); case-insensitive.
     engine: "compiled" (C code via ffopt.dae.bdf; KM: CasADi mapaccum), "vm" (CasADi virtual
     machine), "python" (the same Python Gauss-Newton stepper for all, like-for-like timings) or
-    "scipy" (scipy least_squares with finite-difference Jacobians per step: the seed's lsqnonlin set-up).
+    "scipy" (scipy least_squares with finite-difference Jacobians per step: the paper's lsqnonlin set-up).
     prefer: which coordinates become algebraic for DD / DC ("actuated", "passive", names).
     Method name of the trajectory: f"{VARIANT}-bdf{order}".
     """
     name = variant.upper()
     if name not in VARIANTS:
-        raise ProblemError(f"solver.method: seed variant must be one of {', '.join(VARIANTS)}, got {variant!r}")
+        raise ProblemError(f"solver.method: Moberg & Hanssen variant must be one of {', '.join(VARIANTS)}, got {variant!r}")
     if engine not in ENGINES + ("vm",):
         raise ProblemError(f"engine must be 'compiled', 'vm', 'python' or 'scipy', got {engine!r}")
     if name == "HI" or name.startswith("DD") and name != "DD":
@@ -300,7 +185,7 @@ def _solve_generic(model, reference, name, order, step, qa_guess, engine, scalin
     from ffopt.dae.inverse import trajectory_from_states
 
     if name == "KM":
-        from ffopt.dae.km import solve_inverse_km
+        from ffopt.replication.kunkel_mehrmann import solve_inverse_km
 
         return solve_inverse_km(model, reference, order, step, qa_guess, engine=engine)
     tic = time.perf_counter()
@@ -321,7 +206,7 @@ def _solve_generic(model, reference, name, order, step, qa_guess, engine, scalin
 
 
 def _original_system(model, reference, q0, step, scaling_power, prefer):
-    """HI: the I3 form (seed eq. 32 / 40) with (1/h)^p scaled constraint rows."""
+    """HI: the I3 form (Moberg & Hanssen eq. 32 / 40) with (1/h)^p scaled constraint rows."""
     from ffopt.dae.forms import DEFAULT_SCALING_POWER, build_inverse_dae
 
     dae = build_inverse_dae(model, reference, "I3")
@@ -350,8 +235,8 @@ def _dummy_derivative_system(model, reference, q0, step, scaling_power, prefer):
 
 
 def _decoupled_system(model, reference, q0, step, scaling_power, prefer):
-    """DC: the decoupled system (ffopt.dae.decoupled, seed eq. 20-21)."""
-    from ffopt.dae.decoupled import decoupled_dae, default_algebraic_set
+    """DC: the decoupled system (ffopt.replication.decoupled, Moberg & Hanssen eq. 20-21)."""
+    from ffopt.replication.decoupled import decoupled_dae, default_algebraic_set
 
     S = default_algebraic_set(model, prefer)
     F, dc_states, other = decoupled_dae(model, reference, S)

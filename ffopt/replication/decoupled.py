@@ -1,8 +1,9 @@
-"""DC: BDF on the decoupled system (seed 000 eq. 20-21, sec. 7.2.4; the form (14) of sec. 4.2).
+"""DC: BDF on the decoupled system of Moberg & Hanssen, inverse dynamics of flexible manipulators
+(DAE methods), eq. 20-21, sec. 7.2.4 (the form (14) of their sec. 4.2).
 
 The variables split into differential x_d and algebraic x_a = [q_S; v_S], with S the link
 coordinates whose derivatives are dummy derivatives (ffopt.analysis.structural; for E1 the
-seed takes S = {q2}, x_a = [x2, x4], eq. 20). The algebraic part x_a = G2(t, x_d) is
+paper takes S = {q2}, x_a = [x2, x4], eq. 20). The algebraic part x_a = G2(t, x_d) is
 
     Gamma(q_S, q_o) = theta(t)                              -> q_S  (eq. 20a, implicit)
     v_S = J_S^{-1} (theta' - J_o v_o)                       (eq. 20b, explicit)
@@ -15,7 +16,7 @@ the other coordinates and the link rows without u,
 
 Only x_d is advanced by the BDF formula; q_S is solved from (20a) at each t_i in the same Newton
 iteration (it never appears differentiated, so this equals evaluating G2 by a nested Newton).
-Solved through ffopt.dae.seed_variants.solve_inverse_variant(..., "DC", ...).
+Solved through ffopt.replication.moberg_hanssen.solve_inverse_variant(..., "DC", ...).
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ def decoupled_dae(model: FlexibleModel, reference, S: list[int]):
 
 
 def default_algebraic_set(model: FlexibleModel, prefer) -> list[int]:
-    """The seed's choices: q2 (passive) for E1 (sec. 5.1.1), the actuated links otherwise (sec. 5.2.3)."""
+    """The paper's choices: q2 (passive) for E1 (sec. 5.1.1), the actuated links otherwise (sec. 5.2.3)."""
     L = model.layout
     if prefer is None:
         e1_type = L.n_link == 2 and L.n_motor == 0 and L.passive == (1,) and len(model.outputs) == 1

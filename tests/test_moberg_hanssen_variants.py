@@ -1,4 +1,5 @@
-"""The seed's E1 solver family (seed 000 sec. 7.2): same torques from HI, DD, KM and DC; (48) fails."""
+"""Moberg & Hanssen's E1 solver family (inverse dynamics of flexible manipulators (DAE methods), sec. 7.2),
+replicated in ffopt.replication: same torques from HI, DD, KM and DC; (48) fails."""
 
 import json
 from pathlib import Path
@@ -8,9 +9,9 @@ import numpy as np
 import pytest
 
 from ffopt.dae.inverse import solve_inverse_bdf
-from ffopt.dae.seed_variants import e1_variant, solve_inverse_variant
 from ffopt.errors import ProblemError, SolverError
 from ffopt.io.problem import load_problem
+from ffopt.replication.moberg_hanssen import e1_variant, solve_inverse_variant
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -28,9 +29,9 @@ def e1():
                                              ("KM", "compiled"), ("KM", "python"), ("DD44", "python"),
                                              ("DC", "python")])
 def test_variants_give_the_same_torque(e1, variant, engine):
-    # seed 000: "Almost identical solutions were obtained with the different methods". At BDF-6,
+    # Moberg & Hanssen: "Almost identical solutions were obtained with the different methods". At BDF-6,
     # h = 1 ms every variant is within 1e-4 of the peak torque of the converged reference
-    # (measured 2e-7 .. 2.3e-5; at the seed's 5 ms they differ by 0.3-1.5 %, the BDF error).
+    # (measured 2e-7 .. 2.3e-5; at the paper's 5 ms they differ by 0.3-1.5 %, the BDF error).
     p, ref = e1
     tr = solve_inverse_variant(p.model, p.reference, variant, 6, 1e-3, p.reference_spec.joint_guess, engine=engine)
     assert tr.method == f"{variant}-bdf6"
@@ -40,8 +41,8 @@ def test_variants_give_the_same_torque(e1, variant, engine):
 
 
 @pytest.mark.parametrize("variant", ["HI", "DD44", "KM", "DC"])
-def test_variants_agree_at_the_seed_settings(e1, variant):
-    # BDF-6, h = 5 ms (seed sec. 7.2.5): the variants differ from DD by the BDF error only
+def test_variants_agree_at_the_paper_settings(e1, variant):
+    # BDF-6, h = 5 ms (Moberg & Hanssen sec. 7.2.5): the variants differ from DD by the BDF error only
     p, ref = e1
     g = p.reference_spec.joint_guess
     dd = solve_inverse_variant(p.model, p.reference, "DD", 6, 5e-3, g)
@@ -54,7 +55,7 @@ def test_variants_agree_at_the_seed_settings(e1, variant):
 @pytest.mark.parametrize("order, step, engine", [(6, 5e-3, "compiled"), (3, 3e-3, "compiled"), (6, 5e-3, "python"),
                                                  (1, 1e-3, "vm"), (6, 5e-3, "scipy")])
 def test_eq48_gives_no_solution(e1, order, step, engine):
-    # seed 000: "(48) gave no solution at all" -- with x1, x2 both algebraic and x2' = x4 dropped,
+    # Moberg & Hanssen: "(48) gave no solution at all" -- with x1, x2 both algebraic and x2' = x4 dropped,
     # the step equations are singular at rest and fail at the latest when the motion starts (t = 0.02 s).
     p, _ = e1
     with pytest.raises(SolverError, match=r"did not converge|singular"):
@@ -63,7 +64,7 @@ def test_eq48_gives_no_solution(e1, order, step, engine):
 
 @pytest.mark.parametrize("problem", ["e1_simplified", "e1_complete"])
 def test_hi_is_the_i3_form(problem):
-    # HI (hand-made eq. 40, constraint scaled by 1/h as in seed sec. 7.2.1) and the generic I3 form of
+    # HI (hand-made eq. 40, constraint scaled by 1/h as in Moberg & Hanssen sec. 7.2.1) and the generic I3 form of
     # ffopt.dae.forms (scaled by 1/h^2) are the same equations: same roots, different row scaling
     p = load_problem(ROOT / "problems" / f"{problem}.toml")
     g = p.reference_spec.joint_guess
@@ -76,7 +77,7 @@ def test_hi_is_the_i3_form(problem):
 
 @pytest.mark.parametrize("variant", ["DD44", "DC"])
 def test_lsqnonlin_like_engine_finds_the_same_steps(e1, variant):
-    # engine "scipy" (least_squares + finite-difference Jacobians per step, the seed's Matlab set-up)
+    # engine "scipy" (least_squares + finite-difference Jacobians per step, the paper's Matlab set-up)
     # solves the same step equations as the exact-Jacobian Newton: same trajectory to the tolerances
     p, _ = e1
     g = p.reference_spec.joint_guess
@@ -110,7 +111,7 @@ def _fz_rank(F, x, xdot, algebraic):
 
 
 def test_fz_of_the_hand_made_systems(e1):
-    # seed 000 sec. 7.2.2: F_z of (44) (z = x1, x2', x3', x4') is singular; those of (48)
+    # Moberg & Hanssen sec. 7.2.2: F_z of (44) (z = x1, x2', x3', x4') is singular; those of (48)
     # (x1, x2 algebraic) and (49) are nonsingular -- at a moving point. At rest (48)'s is singular,
     # which is why it "gave no solution": F_z alone does not show numerical solvability.
     p, _ = e1
@@ -143,11 +144,11 @@ def test_e1_complete_variants_agree():
 
 @pytest.mark.slow
 def test_e12_dc_equals_dd_and_km_needs_least_squares_to_the_residual():
-    # E12 (strangeness index 2): DC and DD give the same torques. Seed 000 (sec. 7.4, 8): "For the
+    # E12 (strangeness index 2): DC and DD give the same torques. Moberg & Hanssen (sec. 7.4, 8): "For the
     # E12 model with strangeness index 2, no solution was found" by KM. Reproduced with the
     # fixed-iteration regularised Gauss-Newton march (it stalls where the motion starts); the same
     # KM system iterated to its residual with SVD least squares does have the solution.
-    from ffopt.dae import km as km_module
+    from ffopt.replication import kunkel_mehrmann as km_module
     from ffopt.dae.forms import build_inverse_dae
 
     p = load_problem(ROOT / "problems" / "e12_line.toml")
@@ -168,7 +169,7 @@ def test_e12_dc_equals_dd_and_km_needs_least_squares_to_the_residual():
     assert np.abs(km.u - dd.u).max() / peak < 1e-4  # measured 2.6e-6 against I1
 
 
-def test_seed_variants_are_selectable_from_the_cli(tmp_path):
+def test_moberg_hanssen_variants_are_selectable_from_the_cli(tmp_path):
     from ffopt.cli.main import main
 
     out = tmp_path / "km"
@@ -188,3 +189,19 @@ def test_km_on_e12_falls_back_to_the_python_engine_and_matches_dd():
     assert km.stats["engine"] == "python" and "residual" in km.stats["engine_fallback"]
     i1 = solve_inverse_bdf(p.model, p.reference, 6, 3e-3, "I1", qa_guess=g)
     assert np.abs(km.u - i1.u).max() < 1e-3 * np.abs(i1.u).max()
+
+
+def test_compiled_km_builds_into_an_empty_cache(e1, tmp_path, monkeypatch):
+    # the KM step function is compiled to C on its first use (then cached): with an empty cache the
+    # compiled march must build, load and give the same torques as the Python engine
+    import warnings
+
+    monkeypatch.setenv("FFOPT_CACHE_DIR", str(tmp_path))
+    p, _ = e1
+    g = p.reference_spec.joint_guess
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # no silent fall-back to the virtual machine
+        compiled = solve_inverse_variant(p.model, p.reference, "KM", 6, 5e-3, g, engine="compiled")
+    assert compiled.stats["engine"] == "compiled" and len(list(tmp_path.glob("km_*.so"))) == 1
+    python = solve_inverse_variant(p.model, p.reference, "KM", 6, 5e-3, g, engine="python")
+    assert np.abs(compiled.u - python.u).max() / np.abs(python.u).max() < 1e-6

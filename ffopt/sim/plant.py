@@ -10,7 +10,9 @@ Inputs between grid points
 The feed-forward torque u_ff (n, N) given on the grid t (n,) is interpolated piecewise
 polynomially, ``interpolation="linear"`` (default: what a controller that interpolates the torque
 table linearly applies) or ``"cubic"`` (SciPy's not-a-knot cubic spline through the same samples:
-the best reconstruction of a smooth plan, error O(h^4) instead of O(h^2)). This is done exactly,
+the best reconstruction of a smooth plan, error O(h^4) instead of O(h^2)) or ``"zoh"`` (zero-order
+hold: row k applied from t_k up to t_k+1, what a controller with a sample-and-hold output applies;
+the feedback references then stay linear). This is done exactly,
 not by an approximation inside the integrator: on interval k, [t_k, t_k+1], the integrator
 receives the local polynomial coefficients as piecewise-constant controls (CasADi's control input
 ``u`` holds one column per output interval) and evaluates
@@ -163,7 +165,7 @@ def _generalised_mass(model: FlexibleModel) -> ca.Function:
 
 
 # --------------------------------------------------------------------------- integrator
-INTERPOLATIONS = ("linear", "cubic")
+INTERPOLATIONS = ("linear", "cubic", "zoh")
 _N_COEF = 4  # local cubic per interval (linear pieces have c2 = c3 = 0)
 
 
@@ -210,7 +212,9 @@ def _piece_coefficients(t: np.ndarray, table: np.ndarray, interpolation: str) ->
     """Local polynomial coefficients (4, n-1, N) of the interpolant of table (n, N) on t."""
     n, N = table.shape
     coef = np.zeros((_N_COEF, n - 1, N))
-    if interpolation == "linear" or n < 4:  # a not-a-knot spline needs 4 points
+    if interpolation == "zoh":  # row k applied from t_k up to t_k+1 (the last row is never applied)
+        coef[0] = table[:-1]
+    elif interpolation == "linear" or n < 4:  # a not-a-knot spline needs 4 points
         coef[0] = table[:-1]
         coef[1] = np.diff(table, axis=0) / np.diff(t)[:, None]
     else:
@@ -221,9 +225,14 @@ def _piece_coefficients(t: np.ndarray, table: np.ndarray, interpolation: str) ->
 
 
 def _interval_controls(t: np.ndarray, interpolation: str, *tables: np.ndarray) -> np.ndarray:
-    """Columns of the integrator's control input, one per interval: (4 x table columns + 1, n-1)."""
-    cols = [_piece_coefficients(t, tab, interpolation).transpose(0, 2, 1).reshape(-1, len(t) - 1)
-            for tab in tables]
+    """Columns of the integrator's control input, one per interval: (4 x table columns + 1, n-1).
+
+    The first table is the input; the others are feedback references. With a zero-order hold only the
+    input is held: the references stay linear (a held motor-angle reference would make the continuous
+    PD fight the motion by kp * speed * period / 2)."""
+    ref_interpolation = "linear" if interpolation == "zoh" else interpolation
+    cols = [_piece_coefficients(t, tab, interpolation if i == 0 else ref_interpolation)
+            .transpose(0, 2, 1).reshape(-1, len(t) - 1) for i, tab in enumerate(tables)]
     cols.append(t[None, :-1])
     return np.vstack(cols)
 
@@ -282,7 +291,8 @@ def simulate(model: FlexibleModel, t, u, q0, v0=None, pd: MotorPD | StateFeedbac
     states (armature currents), by default their steady state under the input at t[0]. pd: optional
     feedback loop, a motor-side PD (``MotorPD``) or any linear state feedback on [q; v]
     (``StateFeedback``). interpolation: how u and the references are applied
-    between grid points, "linear" or "cubic" (spline). Tolerances are those of CVODES (relative,
+    between grid points, "linear", "cubic" (spline) or "zoh" (u held over
+    each interval; the references stay linear). Tolerances are those of CVODES (relative,
     absolute on x = [q; v] in rad and rad/s). Raises VerificationError if the integration fails.
     """
     L = model.layout

@@ -100,13 +100,17 @@ class VerificationReport:
 
 
 def verify(model: FlexibleModel, reference, traj, settings: VerificationSettings | None = None,
-           guess=None, cases: str | None = None) -> VerificationReport:
+           guess=None, cases: str | None = None, hold: str | None = None) -> VerificationReport:
     """Simulate the plant with the plan's torques (and, for ``cases="full"``, the baselines and the
-    payload mismatch); tool errors in mm. ``cases``: "default" or "full" (None: settings.cases)."""
+    payload mismatch); tool errors in mm. ``cases``: "default" or "full" (None: settings.cases).
+    ``hold``: how the plan's input is applied between its rows, "linear" or "zoh" (None: the plan's
+    own ``traj.stats["hold"]``, else linear), the hold the plan was made for ([output] hold)."""
     settings = settings or VerificationSettings()
     case_set = settings.cases if cases is None else cases
     if case_set not in CASE_SETS:
         raise VerificationError(f"verification cases must be one of {', '.join(CASE_SETS)}, got {case_set!r}")
+    hold = hold or traj.stats.get("hold") or "linear"
+    held = "" if hold == "linear" else f" ({hold})"
     t = np.asarray(traj.t, float)
     y_ref = np.asarray(reference.evaluate(t))
     tool_ref = None if getattr(reference, "tool_path", None) is None else np.asarray(reference.tool_path.evaluate(t))
@@ -119,14 +123,14 @@ def verify(model: FlexibleModel, reference, traj, settings: VerificationSettings
     kp, kd = input_gains(model, kp_torque, kd_torque)  # V/rad with DC-motor electrics
     pd = MotorPD(kp, kd, traj.qm, traj.dqm)
     runs = {  # name: (plant, u, PD loop, start (None: where the loop holds it), interpolation, text)
-        "feedforward_open_loop": (model, traj.u, None, q0, "linear", "plan torques, no feedback"),
-        "feedforward_pd": (model, traj.u, pd, q0, "linear", "plan torques + motor PD on planned qm"),
+        "feedforward_open_loop": (model, traj.u, None, q0, hold, f"plan torques{held}, no feedback"),
+        "feedforward_pd": (model, traj.u, pd, q0, hold, f"plan torques{held} + motor PD on planned qm"),
     }
     skipped = {}
     if case_set == "full":
         guess = guess if guess is not None else traj.q[0, :n_link]
         runs.update(_baseline_runs(model, reference, traj, t, q0, guess, kp, kd))
-        runs.update(_payload_runs(model, traj, pd, settings.payload_scales, skipped))
+        runs.update(_payload_runs(model, traj, pd, settings.payload_scales, skipped, hold))
 
     cases, sims = {}, {}
     for name, (plant, u, loop, qs, interpolation, text) in runs.items():
@@ -157,7 +161,7 @@ def _baseline_runs(model, reference, traj, t, q0, guess, kp, kd) -> dict:
     }
 
 
-def _payload_runs(model, traj, pd, scales, skipped) -> dict:
+def _payload_runs(model, traj, pd, scales, skipped, hold="linear") -> dict:
     """Feedforward + PD on plants whose last body is scaled (full set); ``skipped`` gets the reasons."""
     runs = {}
     for s in scales:
@@ -166,7 +170,7 @@ def _payload_runs(model, traj, pd, scales, skipped) -> dict:
             skipped[name] = "constant inertia matrix (no payload body to scale)"
             continue
         plant = model.variant(model.chain.with_payload_scale(s))
-        runs[name] = (plant, traj.u, pd, None, "linear", f"plan torques + motor PD, last body mass and inertia x{s:g}")
+        runs[name] = (plant, traj.u, pd, None, hold, f"plan torques + motor PD, last body mass and inertia x{s:g}")
     return runs
 
 

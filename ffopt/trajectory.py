@@ -42,6 +42,7 @@ class Trajectory:
     torque: np.ndarray | None = None  # (n, N) gear-output torques when u is not the torque (electrics)
     current: np.ndarray | None = None  # (n, N) armature currents (electrics)
     input_unit: str = "N m"  # unit of u: "N m" (torque) or "V" (armature voltage)
+    hold: str | None = None  # how u is applied between rows: "zoh" (held from a row to the next), "linear" / None
 
     @property
     def torques(self) -> np.ndarray:
@@ -66,6 +67,8 @@ class Trajectory:
         cols = [("t", "s", "time", self.t)]
         joints = self.actuated_joints
         u_meaning = "feedforward armature voltage (the planned input)" if self.electric else "feedforward motor torque"
+        if self.hold == "zoh":
+            u_meaning += " (held from this row's time to the next row)"
         tables = [("u", self.input_unit, u_meaning, self.u)]
         if self.electric:
             tables += [("torque", "N m", "motor torque at the gear output (arm side)", self.torque),
@@ -98,3 +101,47 @@ class Trajectory:
     def column_info(self) -> list[dict]:
         """Every column's name, unit and meaning (the ``columns`` entry of summary.json)."""
         return [{"name": n, "unit": unit, "meaning": meaning} for n, unit, meaning, _ in self.column_spec()]
+
+
+def sample_nodes(n_steps: int, m: int) -> np.ndarray:
+    """Indices of the sample instants on a grid of n_steps steps, m steps per sample: 0, m, 2m, ...
+    and the last grid point (a shorter last sample if n_steps is not a multiple of m)."""
+    idx = np.arange(0, n_steps + 1, m)
+    return idx if idx[-1] == n_steps else np.append(idx, n_steps)
+
+
+def resample_to_hold(traj: Trajectory, m: int, hold: str) -> Trajectory:
+    """The plan ``traj`` (on a constant-step grid) as a controller applies it: rows every m steps.
+
+    States, references and motor-angle references are taken at the sample instants. The input:
+    ``linear`` keeps the node values (the controller interpolates between them); ``zoh`` holds over
+    each sample the AVERAGE of the linearly interpolated input over that sample (the same impulse per
+    sample; the last row repeats the last sample's value, it is never applied). With electrics the
+    gear torques and currents (states) are taken at the sample instants. ``stats`` records what was done.
+    """
+    from dataclasses import replace
+
+    n = len(traj.t) - 1
+    idx = sample_nodes(n, m)
+    stats = dict(traj.stats)
+
+    def held(table):
+        table = np.asarray(table, float)
+        if hold == "linear":
+            return table[idx].copy()
+        dt = np.diff(traj.t)[:, None]
+        area = np.concatenate([np.zeros((1, table.shape[1])),
+                               np.cumsum(0.5 * (table[1:] + table[:-1]) * dt, axis=0)])
+        avg = np.diff(area[idx], axis=0) / np.diff(traj.t[idx])[:, None]
+        return np.vstack([avg, avg[-1:]])
+
+    stats.update({"hold": hold, "sample_time_s": float(traj.t[idx[1]] - traj.t[idx[0]]) if len(idx) > 1 else None,
+                  "resampling": ("node values of the solver's input every %d steps" % m if hold == "linear" else
+                                 "average over each sample of the solver's input (linear between its steps), "
+                                 "every %d steps" % m),
+                  "solver_points": n + 1})
+    return replace(traj, t=traj.t[idx].copy(), u=held(traj.u), q=traj.q[idx].copy(), v=traj.v[idx].copy(),
+                   a=traj.a[idx].copy(), qm=traj.qm[idx].copy(), dqm=traj.dqm[idx].copy(),
+                   y_ref=traj.y_ref[idx].copy(), tool=traj.tool[idx].copy(), stats=stats,
+                   torque=None if traj.torque is None else traj.torque[idx].copy(),
+                   current=None if traj.current is None else traj.current[idx].copy(), hold=hold)

@@ -121,7 +121,9 @@ def verify(model: FlexibleModel, reference, traj, settings: VerificationSettings
     offset = {"q_max_abs": float(np.abs(traj.q[0] - q0).max()), "v_max_abs": float(np.abs(traj.v[0]).max())}
     kp_torque, kd_torque = pd_gains(model, q0, settings.pd_bandwidth_hz, settings.pd_damping_ratio)
     kp, kd = input_gains(model, kp_torque, kd_torque)  # V/rad with DC-motor electrics
-    pd = MotorPD(kp, kd, traj.qm, traj.dqm)
+    # A plan for a stated hold has its table at the sample period: the PD references between the samples
+    # are then the planned motion (cubic Hermite from the planned angle, speed and acceleration).
+    pd = MotorPD(kp, kd, traj.qm, traj.dqm, _motor_accelerations(model, traj, hold) if "hold" in traj.stats else None)
     runs = {  # name: (plant, u, PD loop, start (None: where the loop holds it), interpolation, text)
         "feedforward_open_loop": (model, traj.u, None, q0, hold, f"plan torques{held}, no feedback"),
         "feedforward_pd": (model, traj.u, pd, q0, hold, f"plan torques{held} + motor PD on planned qm"),
@@ -143,6 +145,21 @@ def verify(model: FlexibleModel, reference, traj, settings: VerificationSettings
     if model.drives is not None:  # gains on the voltage; the torque gains they come from
         gains.update(unit="V/rad, V s/rad", kp_torque=kp_torque.tolist(), kd_torque=kd_torque.tolist())
     return VerificationReport(cases, sims, gains, settings.rtol, offset, skipped, case_set)
+
+
+def _motor_accelerations(model, traj, hold):
+    """The planned motor accelerations for Hermite PD references: the table's, or with a zero-order hold of
+    the torque (it jumps at every sample) the one-sided values at both ends of each sample, from the model
+    (forward dynamics at the planned state under the torque held over that sample)."""
+    motor = model.layout.motor_of_input
+    if hold != "zoh" or model.drives is not None:  # a continuous torque: a continuous acceleration
+        return traj.a[:, motor]
+    n = len(traj.t)
+    fd = model.forward_dynamics.map(n - 1)
+    u = traj.u[:-1].T
+    start = np.array(fd(traj.q[:-1].T, traj.v[:-1].T, u)).T
+    end = np.array(fd(traj.q[1:].T, traj.v[1:].T, u)).T
+    return start[:, motor], end[:, motor]
 
 
 def _baseline_runs(model, reference, traj, t, q0, guess, kp, kd) -> dict:

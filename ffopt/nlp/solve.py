@@ -287,7 +287,7 @@ def _trajectory(model, reference, tr, nlp, res, sol, t_transcribe, warm) -> Traj
 # cannot follow. The plan then tracks by penalty on the forward model with a tool-error scale of
 # HOLD_ERROR_SCALE_MM and weight HOLD_PENALTY_WEIGHT (results/nlp.md, "Held input").
 HOLD_ERROR_SCALE_MM = 1e-3
-HOLD_PENALTY_WEIGHT = 1.0
+HOLD_PENALTY_WEIGHT = 1e4
 HOLD_OBJECTIVE = "smoothness"
 
 

@@ -5,9 +5,10 @@ For each grid (2 ms and 1 ms) and each representation of the torque table:
   or every collocation point of the NLP), linear in between;
 - ``linear``: [output] hold = "linear" at sample_time = the step: node values, linear in between;
 - ``zoh``: [output] hold = "zoh": one value per sample, held.
-BDF: BDF-6 on form I1 at the step, resampled to the hold (linear: node values; zoh: the average of
-its piecewise-linear torque over each sample); also BDF at a quarter of the step resampled to the
-sample period. NLP: Radau-3 collocation; with a hold the input lives on the control grid (exact for
+BDF: BDF-6 on form I1 at the step, and at a quarter / an eighth of it, resampled to the sample period
+and hold (ffopt.trajectory.resample_to_hold; linear: the L2 projection of the BDF torque onto the
+continuous piecewise-linear functions on the samples (its node values when the grids coincide); zoh:
+the average of the BDF torque over each sample). NLP: Radau-3 collocation; with a hold the input lives on the control grid (exact for
 the hold) and exact tracking becomes penalised tracking (ffopt.nlp.solve.held_settings).
 Every plan is re-simulated (CVODES, rtol 1e-9) open loop and with the 5 Hz motor PD, with the same
 hold; the PD references between samples are the planned motion (cubic Hermite of the planned motor
@@ -82,6 +83,7 @@ def main(argv):
     line = load_problem("problems/e12_line.toml")
     table("E12 straight line (problems/e12_line.toml)", line, steps,
           lambda h: [("bdf", None, "BDF-6 I1, h = step"), ("bdf", h / 4, "BDF-6 I1, h = step/4"),
+                     ("bdf", h / 8, "BDF-6 I1, h = step/8"),
                      ("nlp", None, "NLP Radau-3")])
     bounded = load_problem("problems/e12_torque_bounded.toml")
     table("E12 torque bounded (problems/e12_torque_bounded.toml: penalised tracking as in the file)", bounded,

@@ -65,17 +65,26 @@ def test_zoh_applies_each_row_until_the_next_on_a_rigid_joint():
     assert abs(lin.q[-1, 0] - q[-1]) > 1e-2  # the hold matters: linear interpolation gives another motion
 
 
-def test_resampling_to_a_hold_keeps_nodes_or_sample_averages():
+def test_resampling_to_a_hold_projects_or_averages_the_solver_input():
     p = load_problem(PROBLEMS / "e12_line.toml")
     from ffopt.dae.inverse import solve_inverse_bdf
 
     traj = solve_inverse_bdf(p.model, p.reference, 6, 2e-3, "I1", None, p.reference_spec.joint_guess)
     n = len(traj.t) - 1
     idx = sample_nodes(n, 3)
-    assert idx[0] == 0 and idx[-1] == n and np.all(np.diff(idx) <= 3)
+    assert idx[0] == 0 and idx[-1] == n and np.all(np.diff(idx) <= 3) and n % 3 != 0  # a shorter last sample
+    np.testing.assert_array_equal(resample_to_hold(traj, 1, "linear").u, traj.u)  # its own grid: unchanged
     lin = resample_to_hold(traj, 3, "linear")
-    np.testing.assert_array_equal(lin.u, traj.u[idx])
     np.testing.assert_array_equal(lin.q, traj.q[idx])
+    # L2 projection: the residual is orthogonal to every hat function of the sample grid (dense quadrature)
+    tt = np.linspace(traj.t[0], traj.t[-1], 40 * n + 1)
+    resid = np.interp(tt, traj.t, traj.u[:, 0]) - np.interp(tt, lin.t, lin.u[:, 0])
+    w = np.full(tt.size, tt[1] - tt[0])
+    w[[0, -1]] *= 0.5
+    for j in (0, 7, len(idx) // 2, len(idx) - 1):
+        hat = np.interp(tt, lin.t, np.eye(len(idx))[j])
+        assert abs(np.sum(w * resid * hat)) < 1e-6 * np.abs(traj.u).max() * (lin.t[1] - lin.t[0])
+    assert np.abs(lin.u - traj.u[idx]).max() > 1.0  # and it is not the node values
     zoh = resample_to_hold(traj, 3, "zoh")
     k = 5  # sample k averages the linear interpolant over its 3 steps: (u0 + 2 u1 + 2 u2 + u3) / 6
     i = idx[k]

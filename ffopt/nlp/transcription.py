@@ -35,7 +35,9 @@ sample): one value per sample for ``zoh`` (piecewise constant), one per sample i
 (continuous piecewise linear, node values). The collocation-point torques U stay in the layout (so the
 interval-wise derivatives are unchanged) and are tied to Uc by the linear rows U = Uc P' (P: the hold's
 interpolation weights at the collocation times; a Radau point at an interval end belongs to the
-sample on its left). Causal plans with a linear hold start from the rest torque (node 0 fixed).
+sample on its left). Causal plans with a linear hold start from the rest torque (node 0 fixed). The
+smoothness objective and the torque-rate bound then act on the control grid: slopes between the nodes
+(linear), jumps from one sample to the next over the sample time (zoh, the first from the rest torque).
 
 The horizon is [-pre_actuation_s, t_end + post_actuation_s]; the reference is held at its
 end values outside [0, t_end]. ``noncausal`` frees the initial state (penalised towards rest)
@@ -356,12 +358,16 @@ class Transcription:
             ubg.append(np.ones(self.n_out * n_pts))
         dt = np.diff(np.concatenate([[self.t0], self.tc]))
         Uall = ca.horzcat(ca.DM(self.u_rest), U)
+        if self.n_ctrl:  # smoothness and rate on the control grid: slopes (linear), jumps per sample (zoh)
+            dt = np.diff(self.t_nodes)
+            Uc = ca.mtimes(ca.diag(ca.DM(su)), Ucs)
+            Uall = ca.horzcat(ca.DM(self.u_rest), Uc) if self.hold == "zoh" else Uc
         dU = Uall[:, 1:] - Uall[:, :-1]
         if s.torque_rate_max is not None:
             rate = self._per_motor(s.torque_rate_max, "nlp.torque_rate_max")
             g_parts.append(ca.vec(ca.mtimes(ca.diag(ca.DM(1.0 / rate)), dU) / ca.repmat(ca.DM(dt).T, N, 1)))
-            lbg.append(-np.ones(N * n_pts))
-            ubg.append(np.ones(N * n_pts))
+            lbg.append(-np.ones(N * dt.size))
+            ubg.append(np.ones(N * dt.size))
 
         f = self._objective(x0, X, U, dU, E, dt)
         # Objective scaling: the smoothness Hessian grows like 1/dt; an unscaled one spoils the

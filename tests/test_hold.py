@@ -183,3 +183,17 @@ def test_structured_derivatives_with_a_hold_match_casadi_ad(hold):
     lag = sigma * nlp.f + ca.dot(ca.DM(lam), nlp.g)
     H_ad = ca.Function("H", [nlp.w], [ca.tril(ca.hessian(lag, nlp.w)[0])])(w).sparse()
     assert abs(H - H_ad).max() <= 1e-10 * abs(H_ad).max()
+
+
+def test_saved_zoh_plan_is_resimulated_with_its_hold(tmp_path):
+    """ffopt simulate reads the hold from the plan folder's summary.json: open loop it reproduces the plan's
+    own verification (zoh), not the linear interpolation of the same rows."""
+    from ffopt.closed_loop import simulate as closed_loop
+
+    res = plan(PROBLEMS / "e12_held.toml", verify="default")
+    folder = res.save(tmp_path / "plan", plots=False)
+    out = closed_loop(PROBLEMS / "e12_held.toml", folder, controller="none")
+    run = out.runs[out.main]
+    assert run.simulation.stats["interpolation"] == "zoh"
+    assert run.error.max_mm == pytest.approx(res.verification.cases["feedforward_open_loop"].max_mm, rel=1e-3, abs=1e-6)
+    assert run.error.max_mm < 1e-3

@@ -86,9 +86,15 @@ def test_resampling_to_a_hold_projects_or_averages_the_solver_input():
         assert abs(np.sum(w * resid * hat)) < 1e-6 * np.abs(traj.u).max() * (lin.t[1] - lin.t[0])
     assert np.abs(lin.u - traj.u[idx]).max() > 1.0  # and it is not the node values
     zoh = resample_to_hold(traj, 3, "zoh")
-    k = 5  # sample k averages the linear interpolant over its 3 steps: (u0 + 2 u1 + 2 u2 + u3) / 6
-    i = idx[k]
-    np.testing.assert_allclose(zoh.u[k], (traj.u[i] + 2 * traj.u[i + 1] + 2 * traj.u[i + 2] + traj.u[i + 3]) / 6)
+    # zoh of a quadratic u = c t^2 (u'' = 2c): the average of its linear interpolant over the 3 steps of the
+    # sample, (u0 + 2 u1 + 2 u2 + u3) / 6, minus T^2/12 u'' (first-moment correction), T = 6 ms
+    c = 3e7
+    quad = dataclasses.replace(traj, u=np.column_stack([c * traj.t**2, -c * traj.t**2]))
+    zq = resample_to_hold(quad, 3, "zoh")
+    for k in (0, 5, len(idx) // 2):
+        i = idx[k]
+        mean = (quad.u[i] + 2 * quad.u[i + 1] + 2 * quad.u[i + 2] + quad.u[i + 3]) / 6
+        np.testing.assert_allclose(zq.u[k], mean - (6e-3) ** 2 / 12 * np.array([2 * c, -2 * c]), rtol=1e-9, atol=1e-6)
     assert zoh.hold == "zoh" and zoh.stats["hold"] == "zoh" and zoh.stats["sample_time_s"] == pytest.approx(6e-3)
     assert "held from this row" in dict((c[0], c[2]) for c in zoh.column_spec())["u_q1"]
 

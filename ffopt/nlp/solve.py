@@ -256,7 +256,7 @@ def _trajectory(model, reference, tr, nlp, res, sol, t_transcribe, warm) -> Traj
         traj.hold = tr.hold
         traj.stats.update({"hold": tr.hold, "sample_time_s": tr.m * tr.h, "resampling": (
             f"planned on the control grid ({tr.hold} hold, {tr.m} collocation interval(s) per sample): exact"),
-            "solver_points": len(sol["t"])})
+            "solver_points": len(sol["t"]), "states_follow_hold": True})
     err = np.abs(sol["E"])
     stats = {
         "scheme": s.scheme, "degree": tr.rule.degree, "step": tr.h, "n_intervals": tr.K,

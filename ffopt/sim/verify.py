@@ -148,11 +148,14 @@ def verify(model: FlexibleModel, reference, traj, settings: VerificationSettings
 
 
 def _motor_accelerations(model, traj, hold):
-    """The planned motor accelerations for Hermite PD references: the table's, or with a zero-order hold of
-    the torque (it jumps at every sample) the one-sided values at both ends of each sample, from the model
-    (forward dynamics at the planned state under the torque held over that sample)."""
+    """The planned motor accelerations for Hermite PD references: the table's; or for a plan made for a
+    zero-order hold of the torque (``stats["states_follow_hold"]``: the NLP, whose motion jumps in
+    acceleration at every sample) the one-sided values at both ends of each sample, from the model (forward
+    dynamics at the planned state under the torque held over that sample). A resampled plan (BDF) keeps its
+    own smooth motion as the reference (E12, 2 ms zoh from a 0.25 ms BDF: PD 0.0009 mm; with one-sided
+    accelerations, inconsistent with its states, 0.18 mm)."""
     motor = model.layout.motor_of_input
-    if hold != "zoh" or model.drives is not None:  # a continuous torque: a continuous acceleration
+    if hold != "zoh" or model.drives is not None or not traj.stats.get("states_follow_hold"):
         return traj.a[:, motor]
     n = len(traj.t)
     fd = model.forward_dynamics.map(n - 1)

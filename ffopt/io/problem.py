@@ -261,7 +261,8 @@ OUTPUT_SCHEMA = {
                          doc="period at which the controller applies the planned input; the trajectory table is "
                              "written at this period and the plan is made exact for it (NLP) or resampled to it "
                              "(BDF). Must be a whole multiple of the step of the method that plans "
-                             "(solver.step for BDF, nlp.step for the NLP). Default: that step, if hold is given; "
+                             "(solver.step for BDF, nlp.step for the NLP; a BDF step of 1/4-1/8 of the sample time "
+                             "gives the resampling the data it needs). Default: that step, if hold is given; "
                              "without an [output] table the table is on the solver's own points"),
     "hold": Field("str", default=None, choices=HOLDS,
                   doc="how the controller applies the input between samples: zoh = held constant over each period "

@@ -438,7 +438,9 @@ class Transcription:
         n_u = n_pts + self.n_ctrl  # torques at the collocation points, then the held values
         lbx = np.full(self.n_x * (1 + n_pts) + self.N * n_u, -np.inf)
         ubx = -lbx
-        if not self.noncausal:
+        if not self.noncausal or self.hold is not None:
+            # a held input tracks by a tight penalty, which would outweigh the soft rest penalty of a
+            # non-causal start: the pre-actuation then starts from rest, where the verification starts
             lbx[: self.n_x] = ubx[: self.n_x] = self.x_rest / sx
         i0 = self.n_x * (1 + n_pts)
         drives = self.model.drives

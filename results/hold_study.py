@@ -15,7 +15,8 @@ hold; the PD references between samples are the planned motion (cubic Hermite of
 angle, speed, acceleration) -- the column ``PD lin. ref`` repeats the PD case with references linear
 between the samples, to show what that costs. Tool errors are maxima over the table's rows, in mm.
 
-Run: PYTHONPATH=. python results/hold_study.py  (prints markdown tables; ~2 min on 2 shared cores)
+Run: PYTHONPATH=. python results/hold_study.py [STEP_MS ...]  (prints markdown tables; ~3 min on 2 shared
+cores for the default steps 2 and 1 ms)
 """
 
 from __future__ import annotations
@@ -85,6 +86,9 @@ def main(argv):
           lambda h: [("bdf", None, "BDF-6 I1, h = step"), ("bdf", h / 4, "BDF-6 I1, h = step/4"),
                      ("bdf", h / 8, "BDF-6 I1, h = step/8"),
                      ("nlp", None, "NLP Radau-3")])
+    nmp = load_problem("problems/e1_nmp.toml")
+    table("E1 non-minimum phase (problems/e1_nmp.toml: non-causal NLP with pre-actuation)", nmp, steps,
+          lambda h: [("nlp", None, "NLP Radau-3")])
     bounded = load_problem("problems/e12_torque_bounded.toml")
     table("E12 torque bounded (problems/e12_torque_bounded.toml: penalised tracking as in the file)", bounded,
           steps, lambda h: [("nlp", None, "NLP Radau-3")])

@@ -150,17 +150,18 @@ class Transcription:
         k = np.repeat(np.arange(self.K), self.d)  # interval of each collocation point
         sample = np.searchsorted(self.nodes, k, side="right") - 1
         n_pts = self.K * self.d
+        rows = np.arange(n_pts)
         if s.hold == "zoh":
             self.n_ctrl = len(self.nodes) - 1
-            P = np.zeros((n_pts, self.n_ctrl))
-            P[np.arange(n_pts), sample] = 1.0
+            P = scipy.sparse.csr_matrix((np.ones(n_pts), (rows, sample)), (n_pts, self.n_ctrl))
         else:
             self.n_ctrl = len(self.nodes)
             theta = (self.tc - self.t_nodes[sample]) / (self.t_nodes[sample + 1] - self.t_nodes[sample])
-            P = np.zeros((n_pts, self.n_ctrl))
-            P[np.arange(n_pts), sample] = 1.0 - theta
-            P[np.arange(n_pts), sample + 1] += theta
-        self.P = P
+            P = scipy.sparse.csr_matrix((np.concatenate([1.0 - theta, theta]),
+                                         (np.concatenate([rows, rows]), np.concatenate([sample, sample + 1]))),
+                                        (n_pts, self.n_ctrl))
+        self.P = P  # sparse (Kd, n_ctrl): U = Uc P'
+        self._sample_of_point = sample
 
     # ------------------------------------------------------------------ model at one point
     def _point_functions(self):
@@ -337,18 +338,25 @@ class Transcription:
 
         w0 = np.concatenate([guess.x0 / sx, (guess.x / sx[:, None]).ravel(order="F"),
                              (guess.u / su[:, None]).ravel(order="F")])
-        if self.n_ctrl:  # the hold's values: least squares through the guess, and U made consistent with them
-            Uc0 = np.linalg.lstsq(self.P, (guess.u / su[:, None]).T, rcond=None)[0].T
+        if self.n_ctrl:  # the hold's values from the guess (zoh: mean per sample; linear: at the nodes), U from them
+            us = guess.u / su[:, None]
+            if self.hold == "zoh":
+                counts = np.bincount(self._sample_of_point, minlength=self.n_ctrl)
+                Uc0 = np.vstack([np.bincount(self._sample_of_point, weights=row, minlength=self.n_ctrl)
+                                 for row in us]) / np.maximum(counts, 1)
+            else:
+                Uc0 = np.vstack([np.interp(self.t_nodes, np.concatenate([[self.t0], self.tc]),
+                                           np.concatenate([[row[0]], row])) for row in us])
             if self.hold == "linear" and not self.noncausal:
                 Uc0[:, 0] = self.u_rest / su
-            w0 = np.concatenate([w0[: self.n_x * (1 + n_pts)], (Uc0 @ self.P.T).ravel(order="F"),
+            w0 = np.concatenate([w0[: self.n_x * (1 + n_pts)], (self.P @ Uc0.T).ravel(),
                                  Uc0.ravel(order="F")])
         row_scale = self._row_scale(w0)
         g_parts, lbg, ubg = [ca.vec(ca.mtimes(ca.diag(ca.DM(row_scale)), G))], [np.zeros(self.n_eq * n_pts)], \
             [np.zeros(self.n_eq * n_pts)]
         if self.n_ctrl:  # U at the collocation points = the held input (linear rows, scaled units)
             Ucs = ca.reshape(w[self.n_x * (1 + n_pts) + N * n_pts:], N, self.n_ctrl)
-            g_parts.append(ca.vec(Us - ca.mtimes(Ucs, ca.DM(scipy.sparse.csc_matrix(self.P.T)))))
+            g_parts.append(ca.vec(Us - ca.mtimes(Ucs, ca.DM(self.P.T.tocsc()))))
             lbg.append(np.zeros(N * n_pts))
             ubg.append(np.zeros(N * n_pts))
         if s.tracking == "band":

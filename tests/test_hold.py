@@ -203,3 +203,22 @@ def test_saved_zoh_plan_is_resimulated_with_its_hold(tmp_path):
     assert run.simulation.stats["interpolation"] == "zoh"
     assert run.error.max_mm == pytest.approx(res.verification.cases["feedforward_open_loop"].max_mm, rel=1e-3, abs=1e-6)
     assert run.error.max_mm < 1e-3
+
+
+def test_cli_sample_time_and_hold(tmp_path, capsys):
+    """--sample-time / --hold set [output]: the table is written at the period and summary.json records it; a
+    period that is not a multiple of the step is refused as bad input (exit 2) naming output.sample_time."""
+    import json
+
+    from ffopt.cli.main import main
+
+    e12 = str(PROBLEMS / "e12_line.toml")
+    assert main(["plan", e12, "--out", str(tmp_path / "bad"), "--quiet", "--sample-time", "0.0025"]) == 2
+    assert "output.sample_time (with solver.step)" in capsys.readouterr().err
+    out = tmp_path / "held"
+    assert main(["plan", e12, "--out", str(out), "--quiet", "--no-plots", "--sample-time", "0.004", "--hold", "zoh"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["settings"]["output"]["hold"] == "zoh" and summary["settings"]["output"]["sample_time_s"] == 0.004
+    t = np.loadtxt(out / "trajectory.csv", delimiter=",", skiprows=1, usecols=0)
+    assert np.allclose(np.diff(t)[:-1], 4e-3)
+    assert "output.hold" in (out / "problem.toml").read_text() or "[output]" in (out / "problem.toml").read_text()

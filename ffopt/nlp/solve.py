@@ -241,22 +241,37 @@ def _advice(s: NlpSettings, limit: str | None, needs: TorqueNeeds | None, monito
     return "; ".join(tips) + "."
 
 
+def _planned_errors(model, E: np.ndarray):
+    """Euclidean planned output errors at the collocation points: positions (m) and angles (rad) apart,
+    like the verification's tool error (mm) and angle error (mrad); None where there are none."""
+    units = list(model.output_units)
+    pos = [i for i, u in enumerate(units) if u == "m"]
+    ang = [i for i, u in enumerate(units) if u != "m"]
+    norm = lambda rows: np.linalg.norm(E[rows, :], axis=0) if rows else None  # noqa: E731
+    return norm(pos), norm(ang)
+
+
 def _trajectory(model, reference, tr, nlp, res, sol, t_transcribe, warm) -> Trajectory:
     x = sol["x"].T
     traj = trajectory_from_states(model, reference, sol["t"], x, sol["a"].T, method=f"nlp-{tr.rule.name}",
                                   u=sol["u"].T.copy())
     s = tr.settings
-    err = np.abs(sol["E"])
+    err, err_ang = _planned_errors(model, np.asarray(sol["E"]))
     stats = {
         "scheme": s.scheme, "degree": tr.rule.degree, "step": tr.h, "n_intervals": tr.K,
         "formulation": nlp.info["formulation"], "hessian": nlp.info["hessian"], "tracking": s.tracking, "objective_kind": s.objective,
         "strategy": s.strategy, "t_start_s": tr.t0, "t_end_s": tr.tf,
         "pre_actuation_s": s.pre_actuation_s, "post_actuation_s": s.post_actuation_s,
         "n_variables": nlp.n_variables, "n_constraints": nlp.n_constraints, "warm_start": warm,
-        "time_transcription_s": t_transcribe, "planned_tool_error_max_mm": float(1e3 * err.max()),
-        "planned_tool_error_rms_mm": float(1e3 * np.sqrt(np.mean(err**2))),
+        "time_transcription_s": t_transcribe,
         "max_dae_residual_scaled": float(np.abs(sol["G"] * nlp.info["row_scale"][:, None]).max()),
     }
+    if err is not None:  # position outputs (m): tool error in mm
+        stats["planned_tool_error_max_mm"] = float(1e3 * err.max())
+        stats["planned_tool_error_rms_mm"] = float(1e3 * np.sqrt(np.mean(err**2)))
+    if err_ang is not None:  # angle outputs (rad: tool angles, joint outputs): in mrad, never mixed with mm
+        stats["planned_angle_error_max_mrad"] = float(1e3 * err_ang.max())
+        stats["planned_angle_error_rms_mrad"] = float(1e3 * np.sqrt(np.mean(err_ang**2)))
     stats.update(res.stats())
     stats["time_solve_s"] = res.time_total_s
     if s.torque_max is not None:

@@ -268,6 +268,9 @@ def _trajectory(model, reference, tr, nlp, res, sol, t_transcribe, warm) -> Traj
     }
     if err is not None:  # position outputs (m): tool error in mm
         stats["planned_tool_error_max_mm"] = float(1e3 * err.max())
+        # per coordinate, the measure of nlp.band_mm (a band bounds each coordinate, not the distance)
+        pos = [i for i, u in enumerate(model.output_units) if u == "m"]
+        stats["planned_tool_coordinate_error_max_mm"] = float(1e3 * np.abs(np.asarray(sol["E"])[pos]).max())
         stats["planned_tool_error_rms_mm"] = float(1e3 * np.sqrt(np.mean(err**2)))
     if err_ang is not None:  # angle outputs (rad: tool angles, joint outputs): in mrad, never mixed with mm
         stats["planned_angle_error_max_mrad"] = float(1e3 * err_ang.max())

@@ -222,6 +222,7 @@ def plan(problem: Problem | str | Path, method: str | None = None, order: int | 
         traj = _solve(problem, say, compile)
         method_choice = {"requested": s.method, "chosen": s.method, "reason": "set by the user"}
     timings["inverse_dynamics"] = time.perf_counter() - tic
+    _warn_unresolved_friction(problem, traj, say)
 
     report = None
     cases = verification_cases(problem, verify)
@@ -245,6 +246,22 @@ def plan(problem: Problem | str | Path, method: str | None = None, order: int | 
                            "pre_actuation_s": traj.stats.get("pre_actuation_s"),
                            "post_actuation_s": traj.stats.get("post_actuation_s")}
     return PlanResult(problem, traj, report, settings, timings, method_choice)
+
+
+def _warn_unresolved_friction(problem: Problem, traj, say) -> None:
+    """Link-side Coulomb friction switching faster than the grid (ffopt.sim.friction_check): say it and
+    keep it in summary.json (solver.warnings)."""
+    if not any(j.link_coulomb_friction > 0 for j in problem.chain.joints):
+        return
+    from ffopt.sim.friction_check import unresolved_friction_reversals
+
+    step = problem.nlp.step if traj.method.startswith("nlp") else problem.solver.step
+    found = unresolved_friction_reversals(problem.model, traj, step)
+    for w in found:
+        say(f"warning: {w['message']}")
+    if found:
+        traj.stats.setdefault("warnings", []).extend(w["message"] for w in found)
+        traj.stats["unresolved_friction_reversals"] = [{k: v for k, v in w.items() if k != "message"} for w in found]
 
 
 def _solve(problem: Problem, say, compile: bool, hint: bool = True):

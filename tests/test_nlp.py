@@ -284,3 +284,11 @@ def test_plan_nlp_writes_nlp_statistics(tmp_path):
     assert summary["settings"]["nlp"]["strategy"] == "causal"
     header = (out / "trajectory.csv").read_text().splitlines()[0]
     assert header.startswith("t,u_q1,qm_q1,dqm_q1")
+
+
+def test_planned_error_of_angle_outputs_is_in_mrad_not_mm():
+    """Joint outputs (rad): the planned error is reported as an angle (mrad), never labelled mm."""
+    p, m, r, g = _load("arm3d_joint_ptp.toml")
+    traj = solve_inverse_nlp(m, r, dataclasses.replace(p.nlp, step=4e-3, strategy="causal"), g, None)
+    assert "planned_tool_error_max_mm" not in traj.stats
+    assert 0 <= traj.stats["planned_angle_error_max_mrad"] < 1e-3  # exact tracking at the collocation points

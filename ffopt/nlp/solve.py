@@ -241,6 +241,16 @@ def _advice(s: NlpSettings, limit: str | None, needs: TorqueNeeds | None, monito
     return "; ".join(tips) + "."
 
 
+def _planned_errors(model, E: np.ndarray):
+    """Euclidean planned output errors at the collocation points: positions (m) and angles (rad) apart,
+    like the verification's tool error (mm) and angle error (mrad); None where there are none."""
+    units = list(model.output_units)
+    pos = [i for i, u in enumerate(units) if u == "m"]
+    ang = [i for i, u in enumerate(units) if u != "m"]
+    norm = lambda rows: np.linalg.norm(E[rows, :], axis=0) if rows else None  # noqa: E731
+    return norm(pos), norm(ang)
+
+
 def _trajectory(model, reference, tr, nlp, res, sol, t_transcribe, warm) -> Trajectory:
     s = tr.settings
     if tr.hold is None:
@@ -257,17 +267,25 @@ def _trajectory(model, reference, tr, nlp, res, sol, t_transcribe, warm) -> Traj
         traj.stats.update({"hold": tr.hold, "sample_time_s": tr.m * tr.h, "resampling": (
             f"planned on the control grid ({tr.hold} hold, {tr.m} collocation interval(s) per sample): exact"),
             "solver_points": len(sol["t"]), "states_follow_hold": True})
-    err = np.abs(sol["E"])
+    err, err_ang = _planned_errors(model, np.asarray(sol["E"]))
     stats = {
         "scheme": s.scheme, "degree": tr.rule.degree, "step": tr.h, "n_intervals": tr.K,
         "formulation": nlp.info["formulation"], "hessian": nlp.info["hessian"], "tracking": s.tracking, "objective_kind": s.objective,
         "strategy": s.strategy, "t_start_s": tr.t0, "t_end_s": tr.tf,
         "pre_actuation_s": s.pre_actuation_s, "post_actuation_s": s.post_actuation_s,
         "n_variables": nlp.n_variables, "n_constraints": nlp.n_constraints, "warm_start": warm,
-        "time_transcription_s": t_transcribe, "planned_tool_error_max_mm": float(1e3 * err.max()),
-        "planned_tool_error_rms_mm": float(1e3 * np.sqrt(np.mean(err**2))),
+        "time_transcription_s": t_transcribe,
         "max_dae_residual_scaled": float(np.abs(sol["G"] * nlp.info["row_scale"][:, None]).max()),
     }
+    if err is not None:  # position outputs (m): tool error in mm
+        stats["planned_tool_error_max_mm"] = float(1e3 * err.max())
+        # per coordinate, the measure of nlp.band_mm (a band bounds each coordinate, not the distance)
+        pos = [i for i, u in enumerate(model.output_units) if u == "m"]
+        stats["planned_tool_coordinate_error_max_mm"] = float(1e3 * np.abs(np.asarray(sol["E"])[pos]).max())
+        stats["planned_tool_error_rms_mm"] = float(1e3 * np.sqrt(np.mean(err**2)))
+    if err_ang is not None:  # angle outputs (rad: tool angles, joint outputs): in mrad, never mixed with mm
+        stats["planned_angle_error_max_mrad"] = float(1e3 * err_ang.max())
+        stats["planned_angle_error_rms_mrad"] = float(1e3 * np.sqrt(np.mean(err_ang**2)))
     stats.update(res.stats())
     stats["time_solve_s"] = res.time_total_s
     if s.torque_max is not None:
@@ -292,6 +310,12 @@ HOLD_ERROR_SCALE_MM = 1e-3
 HOLD_PENALTY_WEIGHT = 1e4
 HOLD_MAX_WEIGHT = 1e8
 HOLD_OBJECTIVE = "smoothness"
+
+
+def _planned_max(traj) -> float:
+    """The largest planned output error: tool position (mm) or angle (mrad), whichever is larger."""
+    st = traj.stats
+    return max(st.get("planned_tool_error_max_mm", 0.0), st.get("planned_angle_error_max_mrad", 0.0))
 
 
 def held_settings(settings: NlpSettings, output, say=None) -> NlpSettings:
@@ -338,9 +362,9 @@ def plan_nlp(problem, progress=None) -> Trajectory:
     traj = solve_inverse_nlp(model, reference, settings, guess, warm, progress)
     if settings.hold is not None and problem.nlp.tracking == "exact":  # tight tracking by penalty: tighten
         weights = [settings.penalty_weight]
-        while traj.stats["planned_tool_error_max_mm"] > HOLD_ERROR_SCALE_MM and settings.penalty_weight < HOLD_MAX_WEIGHT:
+        while _planned_max(traj) > HOLD_ERROR_SCALE_MM and settings.penalty_weight < HOLD_MAX_WEIGHT:
             settings = replace(settings, penalty_weight=settings.penalty_weight * 100)
-            say(f"planned tool error {traj.stats['planned_tool_error_max_mm']:.3g} mm > {HOLD_ERROR_SCALE_MM:g} mm: "
+            say(f"planned output error {_planned_max(traj):.3g} mm (or mrad) > {HOLD_ERROR_SCALE_MM:g}: "
                 f"penalty weight raised to {settings.penalty_weight:g}")
             traj = solve_inverse_nlp(model, reference, settings, guess, warm, progress)
             weights.append(settings.penalty_weight)

@@ -237,6 +237,12 @@ def rest_state(plant: FlexibleModel, u0, loop: MotorPD | StateFeedback | None, q
     # torque residual: 1 uN m, or what stiff gains make of a 1e-12 rad rounding error (heavy arms)
     tol = 1e-6 + 1e-12 * gain_scale
     if not np.all(np.isfinite(qs)) or np.abs(np.array(G(qs))).max() > tol:
-        raise VerificationError("verification: no rest state of the plant under the initial torque and feedback "
-                                "loop (the plant may be statically unstable); check the payload scales")
+        resid = float(np.abs(np.array(G(qs))).max()) if np.all(np.isfinite(qs)) else float("nan")
+        how = ("with no feedback, the plan's start torque alone must hold the plant still: a plant whose statics "
+               "differ from the planning model (payload, stiffness, gravity) has no such rest state; simulate it "
+               "with a feedback loop (controller pd) or a plant that matches the plan's statics") if loop is None \
+            else ("the plant may be statically unstable under this loop (gains too low for its gravity load, or "
+                  "a joint at a limit); try stiffer gains or check the plant's parameters")
+        raise VerificationError(f"verification: no rest state of the plant under the initial torque and feedback "
+                                f"loop (Newton residual {resid:.3g} N m > {tol:.3g}): {how}")
     return qs

@@ -78,13 +78,15 @@ NOTES = """
   a 10-100x larger error than DD at h = 0.25 ms. The path is only C^5 where the motion starts
   (poly11 joined to rest), and BDF on the high-index system (HI) or with d BDF rows next to the
   derivative array (KM) propagates that non-smoothness into an initial layer (see also
-  tests/test_inverse_order.py and results/bench.md).
+  tests/test_convergence.py and results/bench.md).
 - E12 (index 3, steps 4..0.5 ms): DD converges with order ~2.3-3.4 for k >= 3 in this range (not
-  yet asymptotic for the 2.5 Hz structure over a 0.3 s motion); HI converges with order ~2.5-2.9
-  down to 1 ms and then *diverges* for k >= 3 at 0.5 ms (errors 2e-3 .. 1.1e-1): Moberg &
-  Hanssen's "if the step size is too small, we lose numerical solvability" (sec. 3) -- the I3 Newton
-  matrix has condition ~1e14 there even with the default (1/h)^2 scaling
-  (results/conditioning.md).
+  yet asymptotic for the 1.3-5 Hz structure over a 0.3 s motion); HI converges with order ~2.5-3.1
+  down to 0.5 ms, but for k >= 4 its error at 0.5 ms is 6-25x DD's (5e-4 .. 2.8e-3 against
+  8.5e-5 .. 1.2e-4): the I3 Newton matrix has condition ~1e14 there even with the default (1/h)^2
+  scaling (results/conditioning.md), and roundoff amplified by the index takes over below about
+  0.5 ms -- Moberg & Hanssen's "if the step size is too small, we lose numerical solvability"
+  (sec. 3). (Before the time laws were evaluated in Bernstein form, their cancellation noise made
+  HI diverge for k >= 3 already at 0.5 ms.)
 - Errors near 1e-10 are at the level of the reference's own error; orders from them are noise.
 """
 

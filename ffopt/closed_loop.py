@@ -202,7 +202,7 @@ def simulate(problem: Problem | str | Path, plan, plant=None, values: dict | Non
     timings["setup"] = time.perf_counter() - tic
 
     nominal = plant_model is model
-    sources = [from_trajectory(model, t, traj.u, traj.q, traj.v)]
+    sources = [from_trajectory(model, t, traj.u, traj.q, traj.v, hold=traj.hold or "linear")]
     if baselines:
         say("baselines: static gravity compensation (Tomei) and rigid-model feedforward")
         sources += [static_compensation(model, reference, t, guess), rigid_model(model, reference, t, guess)]
@@ -285,7 +285,8 @@ def _saved_trajectory(saved, problem: Problem) -> Trajectory:
     return Trajectory(t=t, u=u, q=q, v=v, a=np.full_like(q, np.nan), qm=q[:, motor], dqm=v[:, motor], y_ref=y_ref,
                       tool=tool, coordinate_names=model.coordinate_names(), output_names=list(problem.outputs),
                       method=str(saved.summary.get("method", "plan")), stats={}, input_names=acts, link_names=links,
-                      link_units=[units.get(f"q_{n}", "rad") for n in links])
+                      link_units=[units.get(f"q_{n}", "rad") for n in links],
+                      hold=(saved.summary.get("settings", {}).get("output") or {}).get("hold"))
 
 
 def _check_names(problem: Problem, actuated: list[str], links: list[str], outputs: list[str], source: str) -> None:

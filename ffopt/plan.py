@@ -232,10 +232,13 @@ def plan(problem: Problem | str | Path, method: str | None = None, order: int | 
         tic = time.perf_counter()
         say("verifying: forward simulation open loop and with motor PD"
             + (", baselines, payload mismatch" if cases == "full" else ""))
-        report = run_verification(model, reference, traj, problem.verification, guess, cases=cases)
+        report = run_verification(model, reference, traj, problem.verification, guess, cases=cases,
+                                  hold=traj.stats.get("hold", "linear"))
         timings["verification"] = time.perf_counter() - tic
     settings = {"method": s.method, "order": s.order, "step_s": s.step, "form": s.form,
-                "scaling_power": traj.stats.get("scaling_power"), "compile": compile}
+                "scaling_power": traj.stats.get("scaling_power"), "compile": compile,
+                "output": {"sample_time_s": traj.stats.get("sample_time_s"), "hold": traj.stats.get("hold", "linear"),
+                           "stated": problem.output.stated, "resampling": traj.stats.get("resampling")}}
     if s.method == "nlp":
         from dataclasses import asdict
 
@@ -298,9 +301,23 @@ def _solve(problem: Problem, say, compile: bool, hint: bool = True):
     elif s.method == "nlp":
         from ffopt.nlp.solve import plan_nlp
 
-        traj = plan_nlp(problem, say)
+        return plan_nlp(problem, say)  # with an [output] hold: planned on the sample grid (ffopt.nlp.transcription)
     else:
         raise ProblemError(f"solver.method: {s.method!r} is not available (use one of {', '.join(METHODS)})")
+    return _held(problem, traj, s.step, say)
+
+
+def _held(problem: Problem, traj, step: float, say):
+    """A solver's trajectory on its own grid resampled to the [output] sample period and hold (if stated)."""
+    out = problem.output
+    if not out.stated:
+        return traj
+    from ffopt.io.problem import samples_per_period
+    from ffopt.trajectory import resample_to_hold
+
+    m = samples_per_period(out.period(step), step)
+    traj = resample_to_hold(traj, m, out.hold_kind)
+    say(f"output: {traj.stats['resampling']} ({out.hold_kind} hold, sample time {out.period(step) * 1e3:g} ms)")
     return traj
 
 
@@ -372,6 +389,14 @@ def _check_settings(problem: Problem) -> None:
         raise ProblemError(f"{problem.source}: solver.method: {s.method!r} (Moberg & Hanssen's solver family) does not model DC-motor "
                            "electrics; use auto, bdf or nlp")
     _check_time_law_smoothness(problem)
+    if problem.output.sample_time is not None:  # the sample instants must be points of the planning grid
+        from ffopt.io.problem import samples_per_period
+
+        if s.method != "nlp":
+            samples_per_period(problem.output.sample_time, s.step, f"{problem.source}: output.sample_time (with solver.step)")
+        if s.method in ("nlp", "auto"):
+            samples_per_period(problem.output.sample_time, problem.nlp.step,
+                               f"{problem.source}: output.sample_time (with nlp.step)")
     if not 1 <= s.order <= 6:
         raise ProblemError(f"solver.order: must be 1..6 (BDF is unstable beyond 6), got {s.order}")
     if s.step <= 0 or s.step > problem.reference_spec.duration / 4:

@@ -106,6 +106,9 @@ def cmd_plan(args) -> int:
     if args.no_verify and args.verify is not None:
         raise ProblemError(f"--verify {args.verify} and --no-verify contradict each other; give one of them")
     problem = load_problem(args.problem)
+    held = {f"output.{k}": v for k, v in (("sample_time", args.sample_time), ("hold", args.hold)) if v is not None}
+    if held:  # [output] from the command line (validated like the file's table)
+        problem = problem.with_values(held)
     check_plan_options(args, problem)
     verify = False if args.no_verify else args.verify
     verifies = verification_cases(problem, verify) is not None
@@ -198,6 +201,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-plots", action="store_true")
     p.add_argument("--no-compile", action="store_true", help="run CasADi's virtual machine, no C code")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    p.add_argument("--sample-time", type=finite_float, metavar="T",
+                   help="controller sample period in s: the plan is made for it and written at it ([output] sample_time)")
+    p.add_argument("--hold", choices=["zoh", "linear"],
+                   help="how the controller applies the torque between samples ([output] hold)")
     # --- NLP limits (ffopt/nlp/monitor.py) ---
     p.add_argument("--max-iter", type=int, metavar="N",
                    help="NLP iteration limit (default: the problem's nlp.max_iter, 1000)")

@@ -63,7 +63,7 @@ def run_closed_loop(name: str, plant: FlexibleModel, model: FlexibleModel, ff: F
     if q_start is None:
         guess = ff.x_ref[0, :model.layout.nq] if q_guess is None else q_guess
         q_start = rest_state(plant, ff.u[0], loop, guess)
-    sim = run_case(name, plant, ff.t, ff.u, q_start, loop, "linear", rtol)
+    sim = run_case(name, plant, ff.t, ff.u, q_start, loop, ff.hold, rtol)
     text = f"{ff.description} + {gains.controller} on the {plant_label} plant"
     return ClosedLoopRun(name, ff.name, gains.controller, plant_label,
                          case_error(name, sim, y_ref, tool_ref, plant.output_units, text), sim)

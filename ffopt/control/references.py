@@ -41,6 +41,7 @@ class Feedforward:
     t: np.ndarray
     u: np.ndarray
     x_ref: np.ndarray
+    hold: str = "linear"  # how u is applied between grid points: "linear" or "zoh" (a plan's [output] hold)
 
     def motor_reference(self, model: FlexibleModel) -> tuple[np.ndarray, np.ndarray]:
         """Angle and speed references (n, N) of the coordinate each input's motor turns."""
@@ -50,12 +51,14 @@ class Feedforward:
 
 
 def from_trajectory(model: FlexibleModel, t, u, q, v, name: str = "elastic",
-                    description: str = "the plan's feedforward (inverse of the elastic model)") -> Feedforward:
-    """A plan's torques u (n, N) and states q, v (n, nq) as the loop's feedforward and reference."""
+                    description: str = "the plan's feedforward (inverse of the elastic model)",
+                    hold: str = "linear") -> Feedforward:
+    """A plan's torques u (n, N) and states q, v (n, nq) as the loop's feedforward and reference; ``hold``:
+    how the plan's torques are applied between its rows (its [output] hold)."""
     L = model.layout
     q, v = np.asarray(q, float).reshape(-1, L.nq), np.asarray(v, float).reshape(-1, L.nq)
     return Feedforward(name, description, np.asarray(t, float), np.asarray(u, float).reshape(-1, L.n_u),
-                       np.hstack([q, v]))
+                       np.hstack([q, v]), hold)
 
 
 def rigid_model(model: FlexibleModel, reference, t, guess=None) -> Feedforward:

@@ -255,6 +255,21 @@ NLP_SCHEMA = {
                                  "(CLI: --max-time)"),
 }
 
+HOLDS = ("zoh", "linear")
+OUTPUT_SCHEMA = {
+    "sample_time": Field("float", default=None, check=positive, unit="s",
+                         doc="period at which the controller applies the planned input; the trajectory table is "
+                             "written at this period and the plan is made exact for it (NLP) or resampled to it "
+                             "(BDF). Must be a whole multiple of the step of the method that plans "
+                             "(solver.step for BDF, nlp.step for the NLP; a BDF step of 1/4-1/8 of the sample time "
+                             "gives the resampling the data it needs). Default: that step, if hold is given; "
+                             "without an [output] table the table is on the solver's own points"),
+    "hold": Field("str", default=None, choices=HOLDS,
+                  doc="how the controller applies the input between samples: zoh = held constant over each period "
+                      "(the row's value from its time to the next row), linear = interpolated linearly between "
+                      "the rows. Default linear. The verification simulates the plan with the same hold"),
+}
+
 TOP_SCHEMA = {
     "name": Field("str", required=True, doc="short name of the problem (plots, summary.json)"),
     "description": Field("str", default="", doc="what the problem is, in a line (summary.json, report)"),
@@ -266,6 +281,9 @@ TOP_SCHEMA = {
     "verification": Field("table", default=None, schema=VERIFICATION_SCHEMA,
                           doc="forward simulation of the plan (open loop, motor PD loop, baselines, mismatch)"),
     "nlp": Field("table", default=None, schema=NLP_SCHEMA, doc="the collocation NLP (method nlp)"),
+    "output": Field("table", default=None, schema=OUTPUT_SCHEMA,
+                    doc="how the planned input is applied: sample period and hold (what is planned is what is "
+                        "applied and verified)"),
 }
 
 
@@ -300,6 +318,37 @@ class VerificationSettings:
 
 
 @dataclass(frozen=True)
+class OutputSettings:
+    """The [output] table: the controller's sample period and hold. ``stated`` is False without the table
+    (then the plan keeps the solver's own grid: BDF steps or collocation points, linear in between)."""
+
+    sample_time: float | None = None  # s; None: the step of the method that plans
+    hold: str | None = None  # zoh | linear; None: linear
+
+    @property
+    def stated(self) -> bool:
+        return self.sample_time is not None or self.hold is not None
+
+    @property
+    def hold_kind(self) -> str:
+        return self.hold or "linear"
+
+    def period(self, step: float) -> float:
+        """The sample period for a method planning with ``step``."""
+        return float(step if self.sample_time is None else self.sample_time)
+
+
+def samples_per_period(sample_time: float, step: float, where: str = "output.sample_time") -> int:
+    """m with sample_time = m * step (m >= 1 integer); ProblemError naming ``where`` otherwise."""
+    ratio = sample_time / step
+    m = int(round(ratio))
+    if m < 1 or abs(ratio - m) > 1e-6 * max(1.0, ratio):
+        raise ProblemError(f"{where}: {sample_time:g} s must be a whole multiple of the planning step {step:g} s "
+                           f"(ratio {ratio:.6g}); choose a sample time of k x {step:g} s or change the step")
+    return m
+
+
+@dataclass(frozen=True)
 class Problem:
     name: str
     description: str
@@ -311,6 +360,7 @@ class Problem:
     source: str = "<memory>"
     nlp: nlp_settings.NlpSettings = field(default_factory=nlp_settings.NlpSettings)
     flexible_links: tuple = ()  # ffopt.models.flexible_links.FlexibleLink per flexible link body
+    output: OutputSettings = field(default_factory=OutputSettings)
     raw: dict | None = field(default=None, repr=False, compare=False)  # the validated tables (None: built by hand)
 
     @classmethod
@@ -430,8 +480,9 @@ def problem_from_dict(data: dict, source: str = "<memory>") -> Problem:
         else VerificationSettings()
     nlp = _nlp_settings(v, d["nlp"], [chain.joints[i].name for i in chain.actuated])
     _check_drive_bounds(v, nlp, chain)
+    output = OutputSettings(**d["output"]) if d["output"] else OutputSettings()
     return Problem(d["name"], d["description"], chain, outputs, ref, solver, verification, source, nlp,
-                   flexible, data)
+                   flexible, output, data)
 
 
 def _check_drive_bounds(v: Validator, nlp: nlp_settings.NlpSettings, chain: Chain) -> None:

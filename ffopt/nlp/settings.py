@@ -41,6 +41,9 @@ class NlpSettings:
     tol: float = 1e-8
     max_iter: int = MAX_ITER  # solver iterations (all runs: a Newton attempt and IPOPT share them)
     max_wall_time_s: float = MAX_WALL_TIME_S  # transcription, solver set-up and iterations (s)
+    # the [output] table (set by ffopt.nlp.solve.plan_nlp, not keys of [nlp]): None = u at the collocation points
+    hold: str | None = None  # zoh | linear: u lives on the control grid of period sample_time
+    sample_time: float | None = None  # s, a whole multiple of step (None with a hold: step)
 
 
 def check_limits(settings: NlpSettings) -> None:

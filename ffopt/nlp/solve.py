@@ -252,10 +252,21 @@ def _planned_errors(model, E: np.ndarray):
 
 
 def _trajectory(model, reference, tr, nlp, res, sol, t_transcribe, warm) -> Trajectory:
-    x = sol["x"].T
-    traj = trajectory_from_states(model, reference, sol["t"], x, sol["a"].T, method=f"nlp-{tr.rule.name}",
-                                  u=sol["u"].T.copy())
     s = tr.settings
+    if tr.hold is None:
+        traj = trajectory_from_states(model, reference, sol["t"], sol["x"].T, sol["a"].T, method=f"nlp-{tr.rule.name}",
+                                      u=sol["u"].T.copy())
+    else:  # the table at the sample instants (interval ends: Radau's last node), u as planned
+        idx = tr.nodes * tr.d
+        u = sol["u_held"].T.copy()
+        if tr.hold == "zoh":  # one value per sample; the last row (the end instant) repeats the last one
+            u = np.vstack([u, u[-1:]])
+        traj = trajectory_from_states(model, reference, sol["t"][idx], sol["x"][:, idx].T, sol["a"][:, idx].T,
+                                      method=f"nlp-{tr.rule.name}", u=u)
+        traj.hold = tr.hold
+        traj.stats.update({"hold": tr.hold, "sample_time_s": tr.m * tr.h, "resampling": (
+            f"planned on the control grid ({tr.hold} hold, {tr.m} collocation interval(s) per sample): exact"),
+            "solver_points": len(sol["t"]), "states_follow_hold": True})
     err, err_ang = _planned_errors(model, np.asarray(sol["E"]))
     stats = {
         "scheme": s.scheme, "degree": tr.rule.degree, "step": tr.h, "n_intervals": tr.K,
@@ -290,6 +301,42 @@ def _trajectory(model, reference, tr, nlp, res, sol, t_transcribe, warm) -> Traj
     return traj
 
 
+# Exact tracking with a held input: the motor equations fix u at every collocation point, which a held u
+# cannot follow. The plan then tracks by penalty on the forward model with a tool-error scale of
+# HOLD_ERROR_SCALE_MM and weight HOLD_PENALTY_WEIGHT, raised x100 (re-solved from the BDF start) while the
+# planned tool error exceeds HOLD_ERROR_SCALE_MM, up to HOLD_MAX_WEIGHT (results/nlp.md, "Held input":
+# E12 needs 1e4, E1 non-minimum phase 1e8).
+HOLD_ERROR_SCALE_MM = 1e-3
+HOLD_PENALTY_WEIGHT = 1e4
+HOLD_MAX_WEIGHT = 1e8
+HOLD_OBJECTIVE = "smoothness"
+
+
+def _planned_max(traj) -> float:
+    """The largest planned output error: tool position (mm) or angle (mrad), whichever is larger."""
+    st = traj.stats
+    return max(st.get("planned_tool_error_max_mm", 0.0), st.get("planned_angle_error_max_mrad", 0.0))
+
+
+def held_settings(settings: NlpSettings, output, say=None) -> NlpSettings:
+    """NLP settings for the problem's [output] table: the hold and its sample time; exact tracking
+    becomes penalised tracking (tight error scale) since a held input cannot satisfy the motor
+    equations at every collocation point."""
+    if output is None or not output.stated:
+        return settings
+    if settings.backend == "pyomo":
+        raise ProblemError("output: the Pyomo backend does not model a held input; use nlp.backend = 'casadi', "
+                           "'cyipopt' or 'auto'")
+    s = replace(settings, hold=output.hold_kind, sample_time=output.sample_time)
+    if s.tracking == "exact":
+        s = replace(s, tracking="penalty", band_mm=HOLD_ERROR_SCALE_MM, penalty_weight=HOLD_PENALTY_WEIGHT,
+                    objective=HOLD_OBJECTIVE)
+        if say is not None:
+            say(f"output hold {s.hold}: exact tracking replaced by penalised tracking (error scale "
+                f"{HOLD_ERROR_SCALE_MM:g} mm), the input planned on the control grid")
+    return s
+
+
 def plan_nlp(problem, progress=None) -> Trajectory:
     """The `nlp` method of ``ffopt.plan``: strategy, BDF warm start, NLP, stats for summary.json."""
     say = progress if progress is not None else (lambda msg: None)
@@ -298,7 +345,7 @@ def plan_nlp(problem, progress=None) -> Trajectory:
     if model.drives is not None and problem.nlp.backend == "pyomo":
         raise ProblemError(f"{problem.source}: nlp.backend: the Pyomo formulation does not model DC-motor electrics; "
                            "use casadi, cyipopt or auto")
-    settings, info = choose_strategy(model, reference, problem.nlp, guess)
+    settings, info = choose_strategy(model, reference, held_settings(problem.nlp, problem.output, say), guess)
     say(f"NLP strategy: {info['strategy']} ({info['strategy_reason']}); zero dynamics: {info['zero_dynamics']}")
     warm = None
     bounded = settings.torque_max is not None or settings.torque_rate_max is not None
@@ -313,6 +360,15 @@ def plan_nlp(problem, progress=None) -> Trajectory:
         f"tracking {settings.tracking}, backend {settings.backend}; limits {settings.max_iter} iterations, "
         f"{settings.max_wall_time_s:g} s")
     traj = solve_inverse_nlp(model, reference, settings, guess, warm, progress)
+    if settings.hold is not None and problem.nlp.tracking == "exact":  # tight tracking by penalty: tighten
+        weights = [settings.penalty_weight]
+        while _planned_max(traj) > HOLD_ERROR_SCALE_MM and settings.penalty_weight < HOLD_MAX_WEIGHT:
+            settings = replace(settings, penalty_weight=settings.penalty_weight * 100)
+            say(f"planned output error {_planned_max(traj):.3g} mm (or mrad) > {HOLD_ERROR_SCALE_MM:g}: "
+                f"penalty weight raised to {settings.penalty_weight:g}")
+            traj = solve_inverse_nlp(model, reference, settings, guess, warm, progress)
+            weights.append(settings.penalty_weight)
+        traj.stats["hold_penalty_weights"] = weights
     st = traj.stats
     say(f"NLP solved: {st.get('nlp_method')} ({st.get('backend')}), {st.get('iterations_total')} iterations, "
         f"{st.get('time_nlp_stage_s', float('nan')):.2f} s")

@@ -29,6 +29,16 @@ dynamics rows and the Hessian of the Lagrangian from K evaluations of one interv
 derivatives (the Newton solver of square NLPs and the cyipopt backend use them; nlpsol uses
 CasADi's AD of the whole MX graph, which is 10x slower per Hessian on E12).
 
+Held input (the [output] table, ``settings.hold``): the NLP plans exactly what a controller applies.
+The free inputs are then the values Uc on the control grid of period sample_time (m intervals per
+sample): one value per sample for ``zoh`` (piecewise constant), one per sample instant for ``linear``
+(continuous piecewise linear, node values). The collocation-point torques U stay in the layout (so the
+interval-wise derivatives are unchanged) and are tied to Uc by the linear rows U = Uc P' (P: the hold's
+interpolation weights at the collocation times; a Radau point at an interval end belongs to the
+sample on its left). Causal plans with a linear hold start from the rest torque (node 0 fixed). The
+smoothness objective and the torque-rate bound then act on the control grid: slopes between the nodes
+(linear), jumps from one sample to the next over the sample time (zoh, the first from the rest torque).
+
 The horizon is [-pre_actuation_s, t_end + post_actuation_s]; the reference is held at its
 end values outside [0, t_end]. ``noncausal`` frees the initial state (penalised towards rest)
 so that unstable zero dynamics can be pre-actuated (stable inversion).
@@ -116,6 +126,42 @@ class Transcription:
             self.n_x = 2 * self.nq + model.n_z
         self.x_rest = np.concatenate([self.q_rest, np.zeros(self.n_x - self.nq - model.n_z), z_rest])
         self._point = self._point_functions()
+        self._hold_grid()
+
+    def _hold_grid(self):
+        """The control grid of a held input: nodes (interval indices), times and weights P (Kd, n_ctrl)."""
+        s = self.settings
+        self.hold = s.hold
+        if s.hold is None:
+            self.n_ctrl, self.P = 0, None
+            return
+        from ffopt.io.problem import HOLDS, samples_per_period
+        from ffopt.trajectory import sample_nodes
+
+        if s.hold not in HOLDS:
+            raise ProblemError(f"output.hold: must be one of {', '.join(HOLDS)}; got {s.hold!r}")
+        if self.exact:
+            raise ProblemError("output.hold: a held input cannot track the path exactly (the motor equations fix u "
+                               "at every collocation point); use nlp.tracking = 'penalty' or 'band'")
+        self.m = samples_per_period(s.step if s.sample_time is None else s.sample_time, s.step,
+                                    "output.sample_time (with nlp.step)")
+        self.nodes = sample_nodes(self.K, self.m)
+        self.t_nodes = self.t0 + self.h * self.nodes
+        k = np.repeat(np.arange(self.K), self.d)  # interval of each collocation point
+        sample = np.searchsorted(self.nodes, k, side="right") - 1
+        n_pts = self.K * self.d
+        rows = np.arange(n_pts)
+        if s.hold == "zoh":
+            self.n_ctrl = len(self.nodes) - 1
+            P = scipy.sparse.csr_matrix((np.ones(n_pts), (rows, sample)), (n_pts, self.n_ctrl))
+        else:
+            self.n_ctrl = len(self.nodes)
+            theta = (self.tc - self.t_nodes[sample]) / (self.t_nodes[sample + 1] - self.t_nodes[sample])
+            P = scipy.sparse.csr_matrix((np.concatenate([1.0 - theta, theta]),
+                                         (np.concatenate([rows, rows]), np.concatenate([sample, sample + 1]))),
+                                        (n_pts, self.n_ctrl))
+        self.P = P  # sparse (Kd, n_ctrl): U = Uc P'
+        self._sample_of_point = sample
 
     # ------------------------------------------------------------------ model at one point
     def _point_functions(self):
@@ -215,14 +261,14 @@ class Transcription:
         nx, n_pts = self.n_x, self.K * self.d
         w = np.asarray(w_scaled, float).ravel()
         Xall = (w[: nx * (1 + n_pts)].reshape(1 + n_pts, nx) * self.sx).T
-        U = w[nx * (1 + n_pts):].reshape(n_pts, self.N).T * self.su[:, None]
+        U = w[nx * (1 + n_pts): nx * (1 + n_pts) + self.N * n_pts].reshape(n_pts, self.N).T * self.su[:, None]
         tk = self.t0 + self.h * np.arange(self.K)
         return Xall[:, 0:n_pts:self.d], Xall[:, 1:], U, tk[None, :], self.h
 
     @property
     def column_scale(self) -> np.ndarray:
         """Physical value per unit of each scaled variable."""
-        return np.concatenate([np.tile(self.sx, 1 + self.K * self.d), np.tile(self.su, self.K * self.d)])
+        return np.concatenate([np.tile(self.sx, 1 + self.K * self.d), np.tile(self.su, self.K * self.d + self.n_ctrl)])
 
     def G_hessian_values(self, w_scaled, lam_G) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(rows, cols, values) of the lower triangle of sum lam_G * vec(G), w.r.t. the scaled w."""
@@ -277,7 +323,7 @@ class Transcription:
         su = np.maximum(np.abs(guess.u).max(axis=1), np.maximum(np.abs(self.u_rest), 1.0))
         self.sx, self.su = sx, su
 
-        w = ca.MX.sym("w", self.n_x * (1 + n_pts) + N * n_pts)
+        w = ca.MX.sym("w", self.n_x * (1 + n_pts) + N * (n_pts + self.n_ctrl))
         x0s, Xs, Us = self._split(w)
         x0 = ca.DM(sx) * x0s
         X = ca.mtimes(ca.diag(ca.DM(sx)), Xs)
@@ -292,9 +338,27 @@ class Transcription:
 
         w0 = np.concatenate([guess.x0 / sx, (guess.x / sx[:, None]).ravel(order="F"),
                              (guess.u / su[:, None]).ravel(order="F")])
+        if self.n_ctrl:  # the hold's values from the guess (zoh: mean per sample; linear: at the nodes), U from them
+            us = guess.u / su[:, None]
+            if self.hold == "zoh":
+                counts = np.bincount(self._sample_of_point, minlength=self.n_ctrl)
+                Uc0 = np.vstack([np.bincount(self._sample_of_point, weights=row, minlength=self.n_ctrl)
+                                 for row in us]) / np.maximum(counts, 1)
+            else:
+                Uc0 = np.vstack([np.interp(self.t_nodes, np.concatenate([[self.t0], self.tc]),
+                                           np.concatenate([[row[0]], row])) for row in us])
+            if self.hold == "linear" and not self.noncausal:
+                Uc0[:, 0] = self.u_rest / su
+            w0 = np.concatenate([w0[: self.n_x * (1 + n_pts)], (self.P @ Uc0.T).ravel(),
+                                 Uc0.ravel(order="F")])
         row_scale = self._row_scale(w0)
         g_parts, lbg, ubg = [ca.vec(ca.mtimes(ca.diag(ca.DM(row_scale)), G))], [np.zeros(self.n_eq * n_pts)], \
             [np.zeros(self.n_eq * n_pts)]
+        if self.n_ctrl:  # U at the collocation points = the held input (linear rows, scaled units)
+            Ucs = ca.reshape(w[self.n_x * (1 + n_pts) + N * n_pts:], N, self.n_ctrl)
+            g_parts.append(ca.vec(Us - ca.mtimes(Ucs, ca.DM(self.P.T.tocsc()))))
+            lbg.append(np.zeros(N * n_pts))
+            ubg.append(np.zeros(N * n_pts))
         if s.tracking == "band":
             tol = s.band_mm * 1e-3
             g_parts.append(ca.vec(E) / tol)
@@ -302,12 +366,16 @@ class Transcription:
             ubg.append(np.ones(self.n_out * n_pts))
         dt = np.diff(np.concatenate([[self.t0], self.tc]))
         Uall = ca.horzcat(ca.DM(self.u_rest), U)
+        if self.n_ctrl:  # smoothness and rate on the control grid: slopes (linear), jumps per sample (zoh)
+            dt = np.diff(self.t_nodes)
+            Uc = ca.mtimes(ca.diag(ca.DM(su)), Ucs)
+            Uall = ca.horzcat(ca.DM(self.u_rest), Uc) if self.hold == "zoh" else Uc
         dU = Uall[:, 1:] - Uall[:, :-1]
         if s.torque_rate_max is not None:
             rate = self._per_motor(s.torque_rate_max, "nlp.torque_rate_max")
             g_parts.append(ca.vec(ca.mtimes(ca.diag(ca.DM(1.0 / rate)), dU) / ca.repmat(ca.DM(dt).T, N, 1)))
-            lbg.append(-np.ones(N * n_pts))
-            ubg.append(np.ones(N * n_pts))
+            lbg.append(-np.ones(N * dt.size))
+            ubg.append(np.ones(N * dt.size))
 
         f = self._objective(x0, X, U, dU, E, dt)
         # Objective scaling: the smoothness Hessian grows like 1/dt; an unscaled one spoils the
@@ -332,7 +400,7 @@ class Transcription:
         n_pts, nx, N = self.K * self.d, self.n_x, self.N
         x0s = w[:nx]
         Xs = ca.reshape(w[nx:nx * (1 + n_pts)], nx, n_pts)
-        Us = ca.reshape(w[nx * (1 + n_pts):], N, n_pts)
+        Us = ca.reshape(w[nx * (1 + n_pts): nx * (1 + n_pts) + N * n_pts], N, n_pts)
         return x0s, Xs, Us
 
     def _row_scale(self, w0) -> np.ndarray:
@@ -375,16 +443,19 @@ class Transcription:
     def _bounds(self, guess, sx, su):
         s = self.settings
         n_pts = self.K * self.d
-        lbx = np.full(self.n_x * (1 + n_pts) + self.N * n_pts, -np.inf)
+        n_u = n_pts + self.n_ctrl  # torques at the collocation points, then the held values
+        lbx = np.full(self.n_x * (1 + n_pts) + self.N * n_u, -np.inf)
         ubx = -lbx
-        if not self.noncausal:
+        if not self.noncausal or self.hold is not None:
+            # a held input tracks by a tight penalty, which would outweigh the soft rest penalty of a
+            # non-causal start: the pre-actuation then starts from rest, where the verification starts
             lbx[: self.n_x] = ubx[: self.n_x] = self.x_rest / sx
         i0 = self.n_x * (1 + n_pts)
         drives = self.model.drives
         if s.torque_max is not None and drives is None:
             tmax = self._per_motor(s.torque_max, "nlp.torque_max")
-            lbx[i0:] = np.tile(-tmax / su, n_pts)
-            ubx[i0:] = np.tile(tmax / su, n_pts)
+            lbx[i0:] = np.tile(-tmax / su, n_u)
+            ubx[i0:] = np.tile(tmax / su, n_u)
         if s.torque_max is not None and drives is not None:  # |i_j C_t i| <= torque_max on the current states
             imax = self._per_motor(s.torque_max, "nlp.torque_max") / np.abs(drives.torque_per_ampere)
             cols = (np.arange(1, 1 + n_pts)[:, None] * self.n_x + (self.n_x - drives.n_states)
@@ -394,8 +465,11 @@ class Transcription:
             ubx[cols] = np.minimum(ubx[cols], np.tile(imax / zscale, n_pts))
         if s.voltage_max is not None:
             vmax = self._per_motor(s.voltage_max, "nlp.voltage_max")
-            lbx[i0:] = np.tile(-vmax / su, n_pts)
-            ubx[i0:] = np.tile(vmax / su, n_pts)
+            lbx[i0:] = np.tile(-vmax / su, n_u)
+            ubx[i0:] = np.tile(vmax / su, n_u)
+        if self.hold == "linear" and not self.noncausal:  # from rest: the torque starts at the rest torque
+            j0 = i0 + self.N * n_pts
+            lbx[j0:j0 + self.N] = ubx[j0:j0 + self.N] = self.u_rest / su
         return lbx, ubx
 
     # ------------------------------------------------------------------ back to physics
@@ -411,7 +485,8 @@ class Transcription:
         nx, n_pts, N = self.n_x, self.K * self.d, self.N
         x0 = w_opt[:nx] * self.sx
         X = w_opt[nx:nx * (1 + n_pts)].reshape(n_pts, nx).T * self.sx[:, None]
-        U = w_opt[nx * (1 + n_pts):].reshape(n_pts, N).T * self.su[:, None]
+        U = w_opt[nx * (1 + n_pts): nx * (1 + n_pts) + N * n_pts].reshape(n_pts, N).T * self.su[:, None]
+        Uc = w_opt[nx * (1 + n_pts) + N * n_pts:].reshape(self.n_ctrl, N).T * self.su[:, None]
         Xall = np.column_stack([x0, X])
         xd = self.state_derivatives(Xall)
         xd0 = Xall[:, : self.d + 1] @ self.rule.deriv_start / self.h
@@ -419,7 +494,7 @@ class Transcription:
         a = np.array(self._point["accel"].map(n_pts + 1)(Xall, xd_all))
         u0 = np.array(self._point["input"](x0, xd0)).ravel()
         return {"t": np.concatenate([[self.t0], self.tc]), "x": Xall, "u": np.column_stack([u0, U]),
-                "a": a, "E": np.array(self._E_fun(w_opt)), "G": np.array(self._G_fun(w_opt))}
+                "a": a, "E": np.array(self._E_fun(w_opt)), "G": np.array(self._G_fun(w_opt)), "u_held": Uc}
 
 
 class SparseAssembly:

@@ -10,7 +10,9 @@ Inputs between grid points
 The feed-forward torque u_ff (n, N) given on the grid t (n,) is interpolated piecewise
 polynomially, ``interpolation="linear"`` (default: what a controller that interpolates the torque
 table linearly applies) or ``"cubic"`` (SciPy's not-a-knot cubic spline through the same samples:
-the best reconstruction of a smooth plan, error O(h^4) instead of O(h^2)). This is done exactly,
+the best reconstruction of a smooth plan, error O(h^4) instead of O(h^2)) or ``"zoh"`` (zero-order
+hold: row k applied from t_k up to t_k+1, what a controller with a sample-and-hold output applies;
+the feedback references then stay linear). This is done exactly,
 not by an approximation inside the integrator: on interval k, [t_k, t_k+1], the integrator
 receives the local polynomial coefficients as piecewise-constant controls (CasADi's control input
 ``u`` holds one column per output interval) and evaluates
@@ -70,6 +72,10 @@ class MotorPD:
     kd: np.ndarray
     qm_ref: np.ndarray
     dqm_ref: np.ndarray
+    # optional motor accelerations, (n, N) or a pair (at the start, at the end of each interval: (n-1, N)
+    # each, for a held input that jumps at the grid points): then qm_ref and dqm_ref are cubic Hermite
+    # between grid points (qm from qm, dqm; dqm from dqm, ddqm): the planned motion on a coarse table
+    ddqm_ref: np.ndarray | tuple | None = None
 
     def state_feedback(self, layout) -> "StateFeedback":
         """The same loop as a ``StateFeedback`` on the plant's state x = [q; v] (layout: model.layout)."""
@@ -163,7 +169,7 @@ def _generalised_mass(model: FlexibleModel) -> ca.Function:
 
 
 # --------------------------------------------------------------------------- integrator
-INTERPOLATIONS = ("linear", "cubic")
+INTERPOLATIONS = ("linear", "cubic", "zoh")
 _N_COEF = 4  # local cubic per interval (linear pieces have c2 = c3 = 0)
 
 
@@ -210,7 +216,9 @@ def _piece_coefficients(t: np.ndarray, table: np.ndarray, interpolation: str) ->
     """Local polynomial coefficients (4, n-1, N) of the interpolant of table (n, N) on t."""
     n, N = table.shape
     coef = np.zeros((_N_COEF, n - 1, N))
-    if interpolation == "linear" or n < 4:  # a not-a-knot spline needs 4 points
+    if interpolation == "zoh":  # row k applied from t_k up to t_k+1 (the last row is never applied)
+        coef[0] = table[:-1]
+    elif interpolation == "linear" or n < 4:  # a not-a-knot spline needs 4 points
         coef[0] = table[:-1]
         coef[1] = np.diff(table, axis=0) / np.diff(t)[:, None]
     else:
@@ -220,10 +228,31 @@ def _piece_coefficients(t: np.ndarray, table: np.ndarray, interpolation: str) ->
     return coef
 
 
-def _interval_controls(t: np.ndarray, interpolation: str, *tables: np.ndarray) -> np.ndarray:
-    """Columns of the integrator's control input, one per interval: (4 x table columns + 1, n-1)."""
-    cols = [_piece_coefficients(t, tab, interpolation).transpose(0, 2, 1).reshape(-1, len(t) - 1)
-            for tab in tables]
+def _hermite_coefficients(t: np.ndarray, y: np.ndarray, dy) -> np.ndarray:
+    """Local coefficients (4, n-1, N) of the cubic Hermite interpolant of values y (n, N) and slopes dy:
+    (n, N), or a pair (slopes at the start, at the end of each interval), (n-1, N) each."""
+    h = np.diff(t)[:, None]
+    slope = np.diff(y, axis=0) / h
+    d0, d1 = (dy[:-1], dy[1:]) if not isinstance(dy, tuple) else dy
+    coef = np.zeros((_N_COEF, len(t) - 1, y.shape[1]))
+    coef[0], coef[1] = y[:-1], d0
+    coef[2] = (3.0 * slope - 2.0 * d0 - d1) / h
+    coef[3] = (d0 + d1 - 2.0 * slope) / h**2
+    return coef
+
+
+def _interval_controls(t: np.ndarray, interpolation: str, *tables: np.ndarray, hermite=None) -> np.ndarray:
+    """Columns of the integrator's control input, one per interval: (4 x table columns + 1, n-1).
+
+    The first table is the input; the others are feedback references. With a zero-order hold only the
+    input is held: the references stay linear (a held motor-angle reference would make the continuous
+    PD fight the motion by kp * speed * period / 2)."""
+    ref_interpolation = "linear" if interpolation == "zoh" else interpolation
+    coefs = [_piece_coefficients(t, tab, interpolation if i == 0 else ref_interpolation)
+             for i, tab in enumerate(tables)]
+    if hermite is not None:  # the references from values and derivatives: [(y, dy), ...]
+        coefs = coefs[:1] + [_hermite_coefficients(t, y, dy) for y, dy in hermite]
+    cols = [c.transpose(0, 2, 1).reshape(-1, len(t) - 1) for c in coefs]
     cols.append(t[None, :-1])
     return np.vstack(cols)
 
@@ -282,7 +311,8 @@ def simulate(model: FlexibleModel, t, u, q0, v0=None, pd: MotorPD | StateFeedbac
     states (armature currents), by default their steady state under the input at t[0]. pd: optional
     feedback loop, a motor-side PD (``MotorPD``) or any linear state feedback on [q; v]
     (``StateFeedback``). interpolation: how u and the references are applied
-    between grid points, "linear" or "cubic" (spline). Tolerances are those of CVODES (relative,
+    between grid points, "linear", "cubic" (spline) or "zoh" (u held over
+    each interval; the references stay linear). Tolerances are those of CVODES (relative,
     absolute on x = [q; v] in rad and rad/s). Raises VerificationError if the integration fails.
     """
     L = model.layout
@@ -306,7 +336,13 @@ def simulate(model: FlexibleModel, t, u, q0, v0=None, pd: MotorPD | StateFeedbac
             kp, kd = np.asarray(pd.kp, float).ravel(), np.asarray(pd.kd, float).ravel()
             qr = np.asarray(pd.qm_ref, float).reshape(len(t), N)
             dqr = np.asarray(pd.dqm_ref, float).reshape(len(t), N)
-        C, P = _interval_controls(t, interpolation, u, qr, dqr), np.concatenate([kp, kd])
+        hermite = None
+        if pd is not None and pd.ddqm_ref is not None:
+            dd = pd.ddqm_ref
+            dd = tuple(np.asarray(x, float).reshape(len(t) - 1, N) for x in dd) if isinstance(dd, tuple) \
+                else np.asarray(dd, float).reshape(len(t), N)
+            hermite = [(qr, dqr), (dqr, dd)]
+        C, P = _interval_controls(t, interpolation, u, qr, dqr, hermite=hermite), np.concatenate([kp, kd])
     else:
         K = np.asarray(pd.K, float).reshape(N, 2 * nq)
         x_ref = np.asarray(pd.x_ref, float).reshape(len(t), 2 * nq)

@@ -100,13 +100,17 @@ class VerificationReport:
 
 
 def verify(model: FlexibleModel, reference, traj, settings: VerificationSettings | None = None,
-           guess=None, cases: str | None = None) -> VerificationReport:
+           guess=None, cases: str | None = None, hold: str | None = None) -> VerificationReport:
     """Simulate the plant with the plan's torques (and, for ``cases="full"``, the baselines and the
-    payload mismatch); tool errors in mm. ``cases``: "default" or "full" (None: settings.cases)."""
+    payload mismatch); tool errors in mm. ``cases``: "default" or "full" (None: settings.cases).
+    ``hold``: how the plan's input is applied between its rows, "linear" or "zoh" (None: the plan's
+    own ``traj.stats["hold"]``, else linear), the hold the plan was made for ([output] hold)."""
     settings = settings or VerificationSettings()
     case_set = settings.cases if cases is None else cases
     if case_set not in CASE_SETS:
         raise VerificationError(f"verification cases must be one of {', '.join(CASE_SETS)}, got {case_set!r}")
+    hold = hold or traj.stats.get("hold") or "linear"
+    held = "" if hold == "linear" else f" ({hold})"
     t = np.asarray(traj.t, float)
     y_ref = np.asarray(reference.evaluate(t))
     tool_ref = None if getattr(reference, "tool_path", None) is None else np.asarray(reference.tool_path.evaluate(t))
@@ -117,16 +121,18 @@ def verify(model: FlexibleModel, reference, traj, settings: VerificationSettings
     offset = {"q_max_abs": float(np.abs(traj.q[0] - q0).max()), "v_max_abs": float(np.abs(traj.v[0]).max())}
     kp_torque, kd_torque = pd_gains(model, q0, settings.pd_bandwidth_hz, settings.pd_damping_ratio)
     kp, kd = input_gains(model, kp_torque, kd_torque)  # V/rad with DC-motor electrics
-    pd = MotorPD(kp, kd, traj.qm, traj.dqm)
+    # A plan for a stated hold has its table at the sample period: the PD references between the samples
+    # are then the planned motion (cubic Hermite from the planned angle, speed and acceleration).
+    pd = MotorPD(kp, kd, traj.qm, traj.dqm, _motor_accelerations(model, traj, hold) if "hold" in traj.stats else None)
     runs = {  # name: (plant, u, PD loop, start (None: where the loop holds it), interpolation, text)
-        "feedforward_open_loop": (model, traj.u, None, q0, "linear", "plan torques, no feedback"),
-        "feedforward_pd": (model, traj.u, pd, q0, "linear", "plan torques + motor PD on planned qm"),
+        "feedforward_open_loop": (model, traj.u, None, q0, hold, f"plan torques{held}, no feedback"),
+        "feedforward_pd": (model, traj.u, pd, q0, hold, f"plan torques{held} + motor PD on planned qm"),
     }
     skipped = {}
     if case_set == "full":
         guess = guess if guess is not None else traj.q[0, :n_link]
         runs.update(_baseline_runs(model, reference, traj, t, q0, guess, kp, kd))
-        runs.update(_payload_runs(model, traj, pd, settings.payload_scales, skipped))
+        runs.update(_payload_runs(model, traj, pd, settings.payload_scales, skipped, hold))
 
     cases, sims = {}, {}
     for name, (plant, u, loop, qs, interpolation, text) in runs.items():
@@ -139,6 +145,24 @@ def verify(model: FlexibleModel, reference, traj, settings: VerificationSettings
     if model.drives is not None:  # gains on the voltage; the torque gains they come from
         gains.update(unit="V/rad, V s/rad", kp_torque=kp_torque.tolist(), kd_torque=kd_torque.tolist())
     return VerificationReport(cases, sims, gains, settings.rtol, offset, skipped, case_set)
+
+
+def _motor_accelerations(model, traj, hold):
+    """The planned motor accelerations for Hermite PD references: the table's; or for a plan made for a
+    zero-order hold of the torque (``stats["states_follow_hold"]``: the NLP, whose motion jumps in
+    acceleration at every sample) the one-sided values at both ends of each sample, from the model (forward
+    dynamics at the planned state under the torque held over that sample). A resampled plan (BDF) keeps its
+    own smooth motion as the reference (E12, 2 ms zoh from a 0.25 ms BDF: PD 0.0009 mm; with one-sided
+    accelerations, inconsistent with its states, 0.18 mm)."""
+    motor = model.layout.motor_of_input
+    if hold != "zoh" or model.drives is not None or not traj.stats.get("states_follow_hold"):
+        return traj.a[:, motor]
+    n = len(traj.t)
+    fd = model.forward_dynamics.map(n - 1)
+    u = traj.u[:-1].T
+    start = np.array(fd(traj.q[:-1].T, traj.v[:-1].T, u)).T
+    end = np.array(fd(traj.q[1:].T, traj.v[1:].T, u)).T
+    return start[:, motor], end[:, motor]
 
 
 def _baseline_runs(model, reference, traj, t, q0, guess, kp, kd) -> dict:
@@ -157,7 +181,7 @@ def _baseline_runs(model, reference, traj, t, q0, guess, kp, kd) -> dict:
     }
 
 
-def _payload_runs(model, traj, pd, scales, skipped) -> dict:
+def _payload_runs(model, traj, pd, scales, skipped, hold="linear") -> dict:
     """Feedforward + PD on plants whose last body is scaled (full set); ``skipped`` gets the reasons."""
     runs = {}
     for s in scales:
@@ -166,7 +190,7 @@ def _payload_runs(model, traj, pd, scales, skipped) -> dict:
             skipped[name] = "constant inertia matrix (no payload body to scale)"
             continue
         plant = model.variant(model.chain.with_payload_scale(s))
-        runs[name] = (plant, traj.u, pd, None, "linear", f"plan torques + motor PD, last body mass and inertia x{s:g}")
+        runs[name] = (plant, traj.u, pd, None, hold, f"plan torques + motor PD, last body mass and inertia x{s:g}")
     return runs
 
 

@@ -50,6 +50,10 @@ def solve_backend(backend: str, nlp, warm: bool, settings: NlpSettings, monitor:
         from ffopt.nlp.backends.cyipopt_backend import solve
 
         return solve(nlp, warm, s.tol, monitor)
+    if backend == "fatrop":
+        from ffopt.nlp.backends.fatrop_backend import solve
+
+        return solve(transcription, nlp, warm, s.tol, monitor)
     if backend in ("casadi", "auto"):
         from ffopt.nlp.backends import casadi_ipopt
 

@@ -66,7 +66,8 @@ def choose_strategy(model: FlexibleModel, reference, settings: NlpSettings, qa_g
     """Resolve strategy = auto by the zero dynamics along the path; default pre/post-actuation.
 
     Non-minimum phase -> non-causal (stable inversion) with pre-/post-actuation of 10 time
-    constants of the worst unstable zero (capped to [0.05, 3] s) unless the user set them.
+    constants of the SLOWEST unstable zero (``pre_actuation_rate``; capped to [0.05, 3] s) unless
+    the user set them.
     """
     info = {"strategy_requested": settings.strategy}
     if settings.strategy not in STRATEGIES:
@@ -79,7 +80,7 @@ def choose_strategy(model: FlexibleModel, reference, settings: NlpSettings, qa_g
         info["zero_dynamics"] = rep.summary()
         info["minimum_phase"] = bool(rep.minimum_phase)
         if not rep.minimum_phase:
-            rate = float(abs(rep.worst_zero.real))
+            rate = pre_actuation_rate(rep)
     except (ImportError, FfoptError, np.linalg.LinAlgError) as err:  # analysis unavailable / failed
         info["zero_dynamics"] = f"not available ({err})"
     if strategy == "auto":
@@ -91,9 +92,18 @@ def choose_strategy(model: FlexibleModel, reference, settings: NlpSettings, qa_g
     if strategy == "noncausal" and settings.pre_actuation_s == 0 and settings.post_actuation_s == 0:
         span = float(np.clip(10.0 / rate, 0.05, 3.0)) if rate else 0.3
         settings = replace(settings, pre_actuation_s=span, post_actuation_s=span)
-        info["actuation_span_reason"] = f"10 / (unstable zero {rate:.4g} 1/s)" if rate else "default 0.3 s"
+        info["actuation_span_reason"] = f"10 / (slowest unstable zero {rate:.4g} 1/s)" if rate else "default 0.3 s"
     info["strategy"] = strategy
     return replace(settings, strategy=strategy), info
+
+
+def pre_actuation_rate(rep) -> float:
+    """Re z of the slowest unstable zero along the path (1/s): the pre-actuation needed by a stable
+    inversion is set by the slowest-decaying (backwards in time) unstable mode, i.e. the smallest
+    positive real part, not the largest (the worst zero), which would cut the span too short."""
+    slowest = rep.slowest_unstable_zero()
+    z = slowest[0] if slowest is not None else rep.worst_zero  # roundoff-level instability only
+    return float(abs(z.real))
 
 
 def warm_start_trajectory(model, reference, qa_guess, step: float) -> tuple[Trajectory | None, dict]:

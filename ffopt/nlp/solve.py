@@ -106,16 +106,21 @@ def pre_actuation_rate(rep) -> float:
     return float(abs(z.real))
 
 
-def warm_start_trajectory(model, reference, qa_guess, step: float) -> tuple[Trajectory | None, dict]:
-    """The BDF solution (BDF-6, form I3) for warm starting, or None if it fails or diverges."""
+WARM_START_FORM = "I3"  # DAE form of the BDF warm start (results/nlp.md: I1 vs I3 iteration counts)
+
+
+def warm_start_trajectory(model, reference, qa_guess, step: float,
+                          form: str = WARM_START_FORM) -> tuple[Trajectory | None, dict]:
+    """The BDF solution (BDF-6, form ``form``) for warm starting, or None if it fails or diverges."""
     from ffopt.dae.inverse import solve_inverse_bdf
 
     tic = time.perf_counter()
     try:
-        traj = solve_inverse_bdf(model, reference, 6, step, "I3", None, qa_guess)
+        traj = solve_inverse_bdf(model, reference, 6, step, form, None, qa_guess)
     except FfoptError as err:
         return None, {"bdf_status": f"failed: {err}", "time_bdf_s": time.perf_counter() - tic}
-    info = {"time_bdf_s": time.perf_counter() - tic, "bdf_peak_torque_Nm": np.abs(traj.u).max(axis=0).tolist()}
+    info = {"time_bdf_s": time.perf_counter() - tic, "bdf_form": form,
+            "bdf_peak_torque_Nm": np.abs(traj.u).max(axis=0).tolist()}
     scale = max(1.0, float(np.abs(traj.u[0]).max()), float(np.median(np.abs(traj.u))))
     if not np.all(np.isfinite(traj.u)) or np.abs(traj.u).max() > DIVERGED_TORQUE_FACTOR * scale:
         info["bdf_status"] = "diverged (unbounded torques)"
@@ -300,7 +305,7 @@ def plan_nlp(problem, progress=None) -> Trajectory:
     bounded = settings.torque_max is not None or settings.torque_rate_max is not None
     if settings.warm_start == "bdf" or bounded:  # with bounds: also what exact tracking needs
         purpose = "warm start" if settings.warm_start == "bdf" else "what exact tracking needs (bound check)"
-        say(f"{purpose}: BDF-6, h = {problem.solver.step * 1e3:g} ms")
+        say(f"{purpose}: BDF-6 ({WARM_START_FORM}), h = {problem.solver.step * 1e3:g} ms")
         warm, winfo = warm_start_trajectory(model, reference, guess, problem.solver.step)
         info.update(winfo)
         if warm is None and settings.warm_start == "bdf":

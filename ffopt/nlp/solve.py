@@ -106,7 +106,8 @@ def pre_actuation_rate(rep) -> float:
     return float(abs(z.real))
 
 
-WARM_START_FORM = "I3"  # DAE form of the BDF warm start (results/nlp.md: I1 vs I3 iteration counts)
+WARM_START_FORM = "I1"  # DAE form of the BDF warm start: I1 (the NLP's own form) needs as many or one
+# fewer iterations than I3 (E12 bounded 11 vs 11, E1 bounded 28 vs 29; results/nlp.md, results/nlp_solvers.py)
 
 
 def warm_start_trajectory(model, reference, qa_guess, step: float,

@@ -10,7 +10,8 @@ The peer formulation is what a user of rockit (Gillis, Vandewal, Pipeleers, Swev
 motor torque u as a continuous piecewise-linear state (its rate du as the piecewise-constant
 control), Radau IIA degree-3 collocation on the same 2 ms grid as ffopt's plan, the tool path
 Gamma(q(t_k)) = theta(t_k) as an equality constraint at every grid point, a small smoothness term
-on du, start at rest in the static equilibrium, IPOPT (MUMPS). ffopt: ``solve_inverse_nlp`` on
+on du, start at rest in the static equilibrium, IPOPT (MUMPS, scaling off as in ffopt). Start point
+of the peer's IPOPT: ffopt's BDF solution (the same warm start ffopt uses; --guess rest: constant). ffopt: ``solve_inverse_nlp`` on
 problems/e12_line.toml (collocation of the index-reduced inverse DAE, BDF warm start, backend auto).
 
 Both torque tables are re-simulated by ffopt's verifier (CVODES, the torques linear between the
@@ -49,7 +50,7 @@ def verified(problem, t, u, qm, dqm, q0):
     return 1e3 * np.abs(ol.y - y_ref).max(), 1e3 * np.abs(cl.y - y_ref).max()
 
 
-def rockit_plan(problem, q0, weight: float):
+def rockit_plan(problem, q0, weight: float, guess=None, print_level: int = 0, max_iter: int = 1000):
     from rockit import DirectCollocation, Ocp
 
     m, r = problem.model, problem.reference
@@ -74,12 +75,19 @@ def rockit_plan(problem, q0, weight: float):
     ocp.subject_to(ocp.at_t0(u) == u0)
     ocp.subject_to(gamma(q[: L.n_link]) - theta(ocp.t) == 0, include_first=False)  # tool path at the grid points
     ocp.add_objective(weight * ocp.integral(ca.sumsqr(du / 1e7)))
-    ocp.set_initial(q, q0)
-    ocp.set_initial(u, u0)
+    if guess is None:  # rest
+        ocp.set_initial(q, q0)
+        ocp.set_initial(u, u0)
+    else:  # a trajectory (t, q, v, u), linear in time
+        for var, table in zip((q, v, u), guess[1:]):
+            table = np.asarray(table, float)
+            interp = ca.interpolant("guess", "linear", [np.asarray(guess[0], float)], table.T.ravel(order="F"))
+            ocp.set_initial(var, interp(ocp.t))
     K = int(round(r.t_end / STEP))
     ocp.method(DirectCollocation(N=K, M=1, degree=3, scheme="radau"))
-    ocp.solver("ipopt", {"print_time": False, "ipopt.print_level": 0, "ipopt.sb": "yes", "ipopt.tol": 1e-8,
-                         "ipopt.max_iter": 1000})
+    ocp.solver("ipopt", {"print_time": False, "ipopt.print_level": print_level, "ipopt.sb": "yes",
+                         "ipopt.tol": 1e-8, "ipopt.max_iter": max_iter,
+                         "ipopt.mumps_scaling": 0})  # IPOPT's default MUMPS scaling (77) stalls on these KKT systems
     ocp._transcribe()
     t_build = time.perf_counter() - tic
     tic = time.perf_counter()
@@ -97,6 +105,8 @@ def rockit_plan(problem, q0, weight: float):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--weight", type=float, default=1e-6, help="weight of the du smoothness term (peer)")
+    ap.add_argument("--guess", choices=["bdf", "rest"], default="bdf",
+                    help="peer start point: ffopt's BDF solution (the same warm start as ffopt) or rest")
     a = ap.parse_args()
     try:
         import rockit  # noqa: F401
@@ -116,7 +126,8 @@ def main():
     t_ffopt = time.perf_counter() - tic
     ff = verified(p, traj.t, traj.u, traj.qm, traj.dqm, q0)
 
-    peer = rockit_plan(p, q0, a.weight)
+    guess = (warm.t, warm.q, warm.v, warm.u) if a.guess == "bdf" else None
+    peer = rockit_plan(p, q0, a.weight, guess)
     pe = verified(p, peer["t"], peer["u"], peer["q"][:, motors], peer["v"][:, motors], q0)
 
     print(f"\n### E12 (Moberg & Hanssen), h = {STEP * 1e3:g} ms: rockit (forward model, Radau-3, IPOPT) vs ffopt\n")
@@ -128,7 +139,7 @@ def main():
           f"{st['iterations']} ({st['nlp_method']}) | {st['status']} | {st['time_transcription_s']:.2f} | {t_ffopt:.2f} | "
           f"{np.abs(traj.u).max():.4g} | {ff[0]:.4g} | {ff[1]:.4g} |")
     print(f"| rockit (IPOPT) | forward model, u a PL state, du control, Radau IIA 3, {peer['K']} intervals, "
-          f"du weight {a.weight:g} | {peer['iterations']} | {peer['status']} | {peer['build']:.2f} | {peer['solve']:.2f} | "
+          f"du weight {a.weight:g}, start: {a.guess} | {peer['iterations']} | {peer['status']} | {peer['build']:.2f} | {peer['solve']:.2f} | "
           f"{np.abs(peer['u']).max():.4g} | {pe[0]:.4g} | {pe[1]:.4g} |")
     print(f"\nratio of the solve calls rockit / ffopt: {peer['solve'] / t_ffopt:.0f}x "
           f"(ffopt's call includes its BDF warm start and transcription)")

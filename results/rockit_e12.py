@@ -38,6 +38,7 @@ from ffopt.sim.plant import MotorPD, pd_gains, simulate
 
 ROOT = Path(__file__).resolve().parents[1]
 STEP = 2e-3
+REFINE = 6  # samples per interval of the peer's solution
 
 
 def verified(problem, t, u, qm, dqm, q0):
@@ -93,9 +94,11 @@ def rockit_plan(problem, q0, weight: float, guess=None, print_level: int = 0, ma
     tic = time.perf_counter()
     sol = ocp.solve()
     t_solve = time.perf_counter() - tic
-    t, uu = sol.sample(u, grid="control")
-    _, qq = sol.sample(q, grid="control")
-    _, vv = sol.sample(v, grid="control")
+    # sampled on a refined grid (the collocation polynomials inside each interval): the PD then
+    # tracks the peer's motor angles and speeds as planned, not their chords between grid points
+    t, uu = sol.sample(u, grid="integrator", refine=REFINE)
+    _, qq = sol.sample(q, grid="integrator", refine=REFINE)
+    _, vv = sol.sample(v, grid="integrator", refine=REFINE)
     stats = sol.stats
     return {"t": np.asarray(t), "u": np.asarray(uu).reshape(len(t), N), "q": np.asarray(qq).reshape(len(t), nq),
             "v": np.asarray(vv).reshape(len(t), nq), "build": t_build, "solve": t_solve,

@@ -162,3 +162,16 @@ def test_pre_actuation_roundoff_unstable_falls_back_to_worst_zero():
     rep = _report([[1e-12, -4.0]])
     assert rep.slowest_unstable_zero() is None
     assert pre_actuation_rate(rep) == pytest.approx(1e-12)
+
+
+def test_plan_summary_names_the_solver(tmp_path):
+    import json
+
+    from ffopt.plan import plan
+
+    result = plan(PROBLEMS / "e1_complete.toml", method="nlp", verify=False, backend="fatrop", warm_start="bdf",
+                  step=1e-2)
+    out = result.save(tmp_path / "plan", plots=False)
+    solver = json.loads((out / "summary.json").read_text())["solver"]
+    assert solver["nlp_solver"] == "fatrop via CasADi (stage-ordered NLP)" and solver["backend"] == "fatrop"
+    assert solver["n_stages"] == solver["n_intervals"] and solver["time_riccati_s"] > 0

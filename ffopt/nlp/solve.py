@@ -170,8 +170,17 @@ def solve_inverse_nlp(model: FlexibleModel, reference, settings: NlpSettings, qa
         monitor.close(f"stopped ({res.status})")
         raise SolverError(_diagnose(tr, res, sol, monitor, needs))
     traj = _trajectory(model, reference, tr, nlp, res, sol, t_transcribe, use_warm)
-    traj.stats.update({"iterations_total": monitor.iterations, "time_nlp_stage_s": monitor.elapsed()})
+    traj.stats.update({"iterations_total": monitor.iterations, "time_nlp_stage_s": monitor.elapsed(),
+                       "nlp_solver": _solver_name(res)})
     return traj
+
+
+def _solver_name(res) -> str:
+    """Which solver produced the plan, for summary.json (e.g. "IPOPT via cyipopt")."""
+    if res.method.startswith("newton"):
+        return "Newton + SuperLU (square NLP)"
+    return {"casadi": "IPOPT via CasADi nlpsol", "cyipopt": "IPOPT via cyipopt", "pyomo": "IPOPT via CasADi (Pyomo model)",
+            "fatrop": "fatrop via CasADi (stage-ordered NLP)"}.get(res.backend, res.backend)
 
 
 def _check_bounds(tr: Transcription, warm: Trajectory | None, qa_guess, say) -> TorqueNeeds | None:

@@ -216,6 +216,8 @@ def _diagnose(tr: Transcription, res, sol, monitor: SolveMonitor, needs: TorqueN
         trend = monitor.trend()
         if trend:
             msg.append(trend[0].upper() + trend[1:] + ".")
+    elif res.backend == "fatrop" and res.iterations:
+        msg.append("fatrop reports no per-iteration progress (CasADi's fatrop plugin calls no iteration callback).")
     else:
         msg.append("No iteration was done.")
     msg.append("What to try: " + _advice(s, limit, needs, monitor, res.backend))

@@ -86,7 +86,8 @@ class StageLayout:
 
 @dataclass
 class StageNlp:
-    """The stage-ordered NLP: oracle (W -> f, g), bounds, start point and fatrop's structure."""
+    """The stage-ordered NLP: variables W, objective f and constraints g (MX), bounds, start point,
+    and fatrop's structure (N stages; nx, nu, ng per stage; which rows are equalities)."""
 
     w: ca.MX
     f: ca.MX

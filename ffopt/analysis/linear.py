@@ -247,6 +247,14 @@ class ZeroDynamicsReport:
         return [(complex(z), float(t)) for t, zs in zip(self.times, self.zeros) for z in zs
                 if np.isfinite(z) and z.real > rtol * max(1.0, abs(z))]
 
+    def slowest_unstable_zero(self, rtol: float = 1e-8) -> tuple[complex, float] | None:
+        """(zero, path time) of the unstable zero with the SMALLEST real part over the path: the
+        slowest-growing mode of the zero dynamics, whose time constant 1 / Re z sets how long a
+        stable inversion must pre-actuate (a faster unstable zero decays backwards in time faster).
+        None if no zero is unstable."""
+        unstable = self.unstable_zeros(rtol)
+        return min(unstable, key=lambda zt: zt[0].real) if unstable else None
+
     def summary(self) -> str:
         verdict = "minimum phase" if self.minimum_phase else "NON-MINIMUM PHASE"
         n = len(self.zeros[0]) if self.zeros else 0

@@ -240,7 +240,9 @@ NLP_SCHEMA = {
                           "post-actuation; auto: causal if the zero dynamics are stable along the path"),
     "backend": Field("str", default="casadi", choices=nlp_settings.BACKENDS,
                      doc="casadi: CasADi's IPOPT; cyipopt: IPOPT through cyipopt with interval-wise derivatives; "
-                         "pyomo: a Pyomo model; auto: Newton for a square NLP, else cyipopt (CLI: --backend)"),
+                         "pyomo: a Pyomo model; fatrop: the stage-structured interior point fatrop on the stage-ordered "
+                         "NLP (slower here: seconds of set-up); auto: Newton for a square NLP, else cyipopt "
+                         "(CLI: --backend)"),
     "square_by_newton": Field("bool", default=True,
                               doc="casadi/auto backends: solve a square NLP (causal exact tracking, no bounds) "
                                   "by Newton + sparse LU instead of IPOPT"),

@@ -7,6 +7,8 @@
 - backends/: IPOPT through CasADi (default), through cyipopt, and a pyomo.dae model (.nl file);
   newton.py: square NLPs (causal exact tracking) by Newton + SuperLU (casadi and auto backends);
   backend 'auto': Newton if square, else IPOPT via cyipopt with interval-wise derivatives
+- stages.py: the same NLP ordered stage by stage (one stage per interval) for fatrop, a
+  stage-structured interior point (backends/fatrop_backend.py: ``nlp.backend = "fatrop"``)
 - monitor.py: iteration and wall-time limits, live progress and Ctrl-C for every backend
   (backends/isolated.py: the Pyomo route in a worker process, so its limits hold)
 - feasibility.py: torque / torque-rate bounds against the holding torques and the exact-tracking

@@ -10,7 +10,8 @@ TRACKING = ("exact", "band", "penalty")
 OBJECTIVES = ("smoothness", "effort", "tracking")
 SCHEMES = ("radau", "euler")
 STRATEGIES = ("auto", "causal", "noncausal")
-BACKENDS = ("casadi", "cyipopt", "pyomo", "auto")  # auto: the fastest (see backends/casadi_ipopt.solve_auto)
+BACKENDS = ("casadi", "cyipopt", "pyomo", "fatrop", "auto")  # auto: the fastest (see backends/casadi_ipopt.solve_auto);
+# fatrop: the stage-structured interior point on the stage-ordered NLP (ffopt/nlp/stages.py)
 WARM_STARTS = ("bdf", "none")
 # Default limits of an NLP solve. A converging solve needs far less (E12 torque bounded: 11
 # IPOPT iterations, ~2 s); an infeasible or badly posed one would otherwise run for many minutes.
@@ -35,7 +36,7 @@ class NlpSettings:
     pre_actuation_s: float = 0.0
     post_actuation_s: float = 0.0
     strategy: str = "auto"  # auto | causal | noncausal
-    backend: str = "casadi"  # casadi | cyipopt | pyomo | auto
+    backend: str = "casadi"  # casadi | cyipopt | pyomo | fatrop | auto
     square_by_newton: bool = True  # casadi / auto: a square NLP (a single feasible point) by Newton, not IPOPT
     warm_start: str = "bdf"  # bdf | none
     tol: float = 1e-8

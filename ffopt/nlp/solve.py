@@ -50,6 +50,10 @@ def solve_backend(backend: str, nlp, warm: bool, settings: NlpSettings, monitor:
         from ffopt.nlp.backends.cyipopt_backend import solve
 
         return solve(nlp, warm, s.tol, monitor)
+    if backend == "fatrop":
+        from ffopt.nlp.backends.fatrop_backend import solve
+
+        return solve(transcription, nlp, warm, s.tol, monitor)
     if backend in ("casadi", "auto"):
         from ffopt.nlp.backends import casadi_ipopt
 
@@ -62,7 +66,8 @@ def choose_strategy(model: FlexibleModel, reference, settings: NlpSettings, qa_g
     """Resolve strategy = auto by the zero dynamics along the path; default pre/post-actuation.
 
     Non-minimum phase -> non-causal (stable inversion) with pre-/post-actuation of 10 time
-    constants of the worst unstable zero (capped to [0.05, 3] s) unless the user set them.
+    constants of the SLOWEST unstable zero (``pre_actuation_rate``; capped to [0.05, 3] s) unless
+    the user set them.
     """
     info = {"strategy_requested": settings.strategy}
     if settings.strategy not in STRATEGIES:
@@ -75,7 +80,7 @@ def choose_strategy(model: FlexibleModel, reference, settings: NlpSettings, qa_g
         info["zero_dynamics"] = rep.summary()
         info["minimum_phase"] = bool(rep.minimum_phase)
         if not rep.minimum_phase:
-            rate = float(abs(rep.worst_zero.real))
+            rate = pre_actuation_rate(rep)
     except (ImportError, FfoptError, np.linalg.LinAlgError) as err:  # analysis unavailable / failed
         info["zero_dynamics"] = f"not available ({err})"
     if strategy == "auto":
@@ -87,21 +92,36 @@ def choose_strategy(model: FlexibleModel, reference, settings: NlpSettings, qa_g
     if strategy == "noncausal" and settings.pre_actuation_s == 0 and settings.post_actuation_s == 0:
         span = float(np.clip(10.0 / rate, 0.05, 3.0)) if rate else 0.3
         settings = replace(settings, pre_actuation_s=span, post_actuation_s=span)
-        info["actuation_span_reason"] = f"10 / (unstable zero {rate:.4g} 1/s)" if rate else "default 0.3 s"
+        info["actuation_span_reason"] = f"10 / (slowest unstable zero {rate:.4g} 1/s)" if rate else "default 0.3 s"
     info["strategy"] = strategy
     return replace(settings, strategy=strategy), info
 
 
-def warm_start_trajectory(model, reference, qa_guess, step: float) -> tuple[Trajectory | None, dict]:
-    """The BDF solution (BDF-6, form I3) for warm starting, or None if it fails or diverges."""
+def pre_actuation_rate(rep) -> float:
+    """Re z of the slowest unstable zero along the path (1/s): the pre-actuation needed by a stable
+    inversion is set by the slowest-decaying (backwards in time) unstable mode, i.e. the smallest
+    positive real part, not the largest (the worst zero), which would cut the span too short."""
+    slowest = rep.slowest_unstable_zero()
+    z = slowest[0] if slowest is not None else rep.worst_zero  # roundoff-level instability only
+    return float(abs(z.real))
+
+
+WARM_START_FORM = "I1"  # DAE form of the BDF warm start: I1 (the NLP's own form) needs as many or one
+# fewer iterations than I3 (E12 bounded 11 vs 11, E1 bounded 28 vs 29; results/nlp.md, results/nlp_solvers.py)
+
+
+def warm_start_trajectory(model, reference, qa_guess, step: float,
+                          form: str = WARM_START_FORM) -> tuple[Trajectory | None, dict]:
+    """The BDF solution (BDF-6, form ``form``) for warm starting, or None if it fails or diverges."""
     from ffopt.dae.inverse import solve_inverse_bdf
 
     tic = time.perf_counter()
     try:
-        traj = solve_inverse_bdf(model, reference, 6, step, "I3", None, qa_guess)
+        traj = solve_inverse_bdf(model, reference, 6, step, form, None, qa_guess)
     except FfoptError as err:
         return None, {"bdf_status": f"failed: {err}", "time_bdf_s": time.perf_counter() - tic}
-    info = {"time_bdf_s": time.perf_counter() - tic, "bdf_peak_torque_Nm": np.abs(traj.u).max(axis=0).tolist()}
+    info = {"time_bdf_s": time.perf_counter() - tic, "bdf_form": form,
+            "bdf_peak_torque_Nm": np.abs(traj.u).max(axis=0).tolist()}
     scale = max(1.0, float(np.abs(traj.u[0]).max()), float(np.median(np.abs(traj.u))))
     if not np.all(np.isfinite(traj.u)) or np.abs(traj.u).max() > DIVERGED_TORQUE_FACTOR * scale:
         info["bdf_status"] = "diverged (unbounded torques)"
@@ -150,8 +170,17 @@ def solve_inverse_nlp(model: FlexibleModel, reference, settings: NlpSettings, qa
         monitor.close(f"stopped ({res.status})")
         raise SolverError(_diagnose(tr, res, sol, monitor, needs))
     traj = _trajectory(model, reference, tr, nlp, res, sol, t_transcribe, use_warm)
-    traj.stats.update({"iterations_total": monitor.iterations, "time_nlp_stage_s": monitor.elapsed()})
+    traj.stats.update({"iterations_total": monitor.iterations, "time_nlp_stage_s": monitor.elapsed(),
+                       "nlp_solver": _solver_name(res)})
     return traj
+
+
+def _solver_name(res) -> str:
+    """Which solver produced the plan, for summary.json (e.g. "IPOPT via cyipopt")."""
+    if res.method.startswith("newton"):
+        return "Newton + SuperLU (square NLP)"
+    return {"casadi": "IPOPT via CasADi nlpsol", "cyipopt": "IPOPT via cyipopt", "pyomo": "IPOPT via CasADi (Pyomo model)",
+            "fatrop": "fatrop via CasADi (stage-ordered NLP)"}.get(res.backend, res.backend)
 
 
 def _check_bounds(tr: Transcription, warm: Trajectory | None, qa_guess, say) -> TorqueNeeds | None:
@@ -187,6 +216,8 @@ def _diagnose(tr: Transcription, res, sol, monitor: SolveMonitor, needs: TorqueN
         trend = monitor.trend()
         if trend:
             msg.append(trend[0].upper() + trend[1:] + ".")
+    elif res.backend == "fatrop" and res.iterations:
+        msg.append("fatrop reports no per-iteration progress (CasADi's fatrop plugin calls no iteration callback).")
     else:
         msg.append("No iteration was done.")
     msg.append("What to try: " + _advice(s, limit, needs, monitor, res.backend))
@@ -351,7 +382,7 @@ def plan_nlp(problem, progress=None) -> Trajectory:
     bounded = settings.torque_max is not None or settings.torque_rate_max is not None
     if settings.warm_start == "bdf" or bounded:  # with bounds: also what exact tracking needs
         purpose = "warm start" if settings.warm_start == "bdf" else "what exact tracking needs (bound check)"
-        say(f"{purpose}: BDF-6, h = {problem.solver.step * 1e3:g} ms")
+        say(f"{purpose}: BDF-6 ({WARM_START_FORM}), h = {problem.solver.step * 1e3:g} ms")
         warm, winfo = warm_start_trajectory(model, reference, guess, problem.solver.step)
         info.update(winfo)
         if warm is None and settings.warm_start == "bdf":

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -25,6 +25,7 @@ class NlpResult:
     ubg: np.ndarray | None = None
     method: str = "ipopt"  # or newton (square NLP, see backends/newton.py)
     note: str = ""  # what the diagnosis should know (e.g. stopped during the solver set-up)
+    extra: dict = field(default_factory=dict)  # backend-specific stats (e.g. fatrop's stage structure)
 
     @property
     def time_ipopt_s(self) -> float:
@@ -41,7 +42,7 @@ class NlpResult:
                 "iterations": self.iterations, "objective": self.f,
                 "time_solve_s": self.time_total_s, "time_ipopt_s": self.time_ipopt_s,
                 "time_function_eval_s": self.time_function_eval_s, "time_build_s": self.time_build_s,
-                "max_constraint_violation_scaled": self.max_constraint_violation()}
+                "max_constraint_violation_scaled": self.max_constraint_violation(), **self.extra}
 
 
 def constraint_violation(w, g, lbx, ubx, lbg, ubg) -> float:

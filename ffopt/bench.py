@@ -257,7 +257,7 @@ STEP_SIZES = (4e-3, 2e-3, 1e-3, 5e-4)  # s; E12 has 0.82 s of path: 205 .. 1640 
 BODY_COUNTS = (2, 3, 4, 6, 8, 12)
 # The previous release (ffopt before the end-to-end speed work), E12 on this machine kind.
 # README: "BDF-6 at h = 1 ms: the compiled stepping loop takes 3-5 ms, the whole call 11-18 ms";
-# issue: "ffopt plan problems/e12_line.toml --no-plots takes 2.9 s on a quiet machine and 5.8 s
+# measured then: "ffopt plan problems/e12_line.toml --no-plots takes 2.9 s on a quiet machine and 5.8 s
 # on a loaded one: path check 0.6-1.0 s, verification 1.3-2.9 s, imports ~0.4 s"; NLP (README):
 # exact tracking 0.19 s (2 ms) and 0.40 s (1 ms), bounded 1.8 s (2 ms) and 3.3 s (1 ms).
 PREVIOUS = {
@@ -420,7 +420,7 @@ def bodies_table(repeats: int = 5, quick: bool = False) -> str:
     fits = [fitted_exponent(n, [r[k] for r in rows]) for k in ("step_cpu_us", "call_cpu_s", "plan_cpu_s")]
     lines.append(f"{'exponent (CPU)':>30s} {fits[0]:{w + 2}.2f} {fits[1]:{w + 2}.2f} {fits[2]:{w}.2f}"
                  + "".join(f" {fitted_exponent(n, [r[c][0] for r in rows]):{w}.2f}" for c in extra))
-    lines.append(f"t ~ bodies^exponent, fitted to the CPU times (issue 10 asks for at most quadratic growth). Planar "
+    lines.append(f"t ~ bodies^exponent, fitted to the CPU times (target: at most quadratic growth). Planar "
                  f"chains of elastic-gear joints (ffopt.bench.elastic_chain_problem), 500 steps of 1 ms, "
                  f"{'in CasADi VM (quick)' if quick else 'compiled C'}; first build = generating and compiling the step "
                  f"function (or loading it from the disk cache); BDF: CPU min / wall median of {repeats}; plan (path "

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def _two_link_elastic_arm() -> dict:
     """problems/two_link_elastic.toml: a planar 2-link arm, elastic gears in both joints, light damping
-    (issue 14's first arm: BDF-6 on form I1 used to stop with NaN in its final rest)."""
+    (the first user arm we were given: BDF-6 on form I1 used to stop with NaN in its final rest)."""
     import tomllib
     from pathlib import Path
 

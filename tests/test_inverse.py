@@ -329,7 +329,7 @@ def test_idas_failure_names_the_time_interval(e12):
 
 def _two_link_elastic_arm() -> dict:
     """problems/two_link_elastic.toml: a planar 2-link arm, elastic gears in both joints, light damping
-    (issue 14's first arm: BDF-6 on form I1 used to stop with NaN in its final rest)."""
+    (the first user arm we were given: BDF-6 on form I1 used to stop with NaN in its final rest)."""
     import tomllib
     from pathlib import Path
 

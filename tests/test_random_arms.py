@@ -31,7 +31,7 @@ from random_arms import arms, problem_of
 
 import ffopt
 
-TOOL_ERROR_MM = 0.1  # the target for the PD-verified tool error
+TOOL_ERROR_MM = 0.1  # our target for the PD-verified tool error
 DATABASE = Path(__file__).parent / "hypothesis" / "random_arms"
 RECORD = int(os.environ.get("FFOPT_RECORD_ARMS", "0"))  # > 0: search this many arms, store the failures
 RECORD_ONLY = os.environ.get("FFOPT_RECORD_FAILURE")  # record only this kind of failure: "nan" or "other"

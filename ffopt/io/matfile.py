@@ -1,7 +1,7 @@
 """A MATLAB level-5 MAT-file writer for what ffopt writes: double matrices and cell columns of strings.
 
 ``scipy.io.savemat`` writes the same files, but importing ``scipy.io`` costs 0.15-0.5 s, a third of
-a whole ``ffopt plan`` of E12 (issue: plan under a second), for ~40 lines of a documented format
+a whole ``ffopt plan`` of E12 (target: plan under a second), for ~40 lines of a documented format
 (MathWorks, "MAT-File Format", level 5): a 128-byte header, then one miMATRIX element per variable
 (array flags, dimensions, name, data), every element padded to 8 bytes. The tests read the files
 back with ``scipy.io.loadmat``.

@@ -4,8 +4,8 @@ Two formulations share one layout (states x and motor torques u at every colloca
 
 - ``exact`` tracking: the index-reduced dummy-derivative form I1 of ``ffopt.dae.forms`` (the
   same function F(t, x, xdot) the BDF solver steps), with the position, velocity and
-  acceleration constraints of the tool path (seed 000 eq. 34) at every collocation point. u is
-  tied to the states by the motor equations (seed 000 eq. 1f), u = input_torque(q, v, a), so
+  acceleration constraints of the tool path (Moberg & Hanssen eq. 34) at every collocation point. u is
+  tied to the states by the motor equations (Moberg & Hanssen eq. 1f), u = input_torque(q, v, a), so
   bounds on u act on the physical torques. Collocating the index-3 form instead loses order in
   the algebraic variables (u is the 4th derivative of the path for elastic gears) and gives
   torques that do not reproduce the path in simulation (see results/nlp.md).

@@ -207,6 +207,15 @@ def test_out_dot_follows_the_same_rules(tmp_path, monkeypatch, capsys):
     assert (tmp_path / "thesis.tex").read_text() == "\\documentclass{article}"
 
 
+@pytest.fixture(autouse=True)
+def sigint_default():
+    """SIGINT as in a terminal, for every test here (a test run started in the background inherits it ignored,
+    and ffopt rightly leaves an ignored SIGINT alone)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 def test_ctrl_c_while_writing_leaves_the_previous_result_and_no_temporary_folder(tmp_path, monkeypatch, capsys):
     out = tmp_path / "res"
     assert plan_cli(out) == 0
@@ -265,8 +274,11 @@ def _ffopt_command():
 
 
 def _interrupt_when(cmd, stage_text, tmp_path):
-    """Run ffopt in a subprocess, send SIGINT when ``stage_text`` appears on stderr."""
-    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, cwd=tmp_path)
+    """Run ffopt in a subprocess, send SIGINT when ``stage_text`` appears on stderr. The child gets SIGINT's
+    default disposition, as a command started from a terminal has: a test run started in the background
+    (``pytest &``) inherits an ignored SIGINT, which ffopt then rightly ignores too."""
+    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, cwd=tmp_path,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     seen = []
     for line in proc.stderr:
         seen.append(line)

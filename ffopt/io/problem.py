@@ -238,7 +238,7 @@ NLP_SCHEMA = {
     "strategy": Field("str", default="auto", choices=nlp_settings.STRATEGIES,
                       doc="causal: from rest at the start; noncausal: stable inversion with pre- and "
                           "post-actuation; auto: causal if the zero dynamics are stable along the path"),
-    "backend": Field("str", default="casadi", choices=nlp_settings.BACKENDS,
+    "backend": Field("str", default="auto", choices=nlp_settings.BACKENDS,
                      doc="casadi: CasADi's IPOPT; cyipopt: IPOPT through cyipopt with interval-wise derivatives; "
                          "pyomo: a Pyomo model; fatrop: the stage-structured interior point fatrop on the stage-ordered "
                          "NLP (slower here: seconds of set-up); auto: Newton for a square NLP, else cyipopt "

@@ -36,7 +36,7 @@ class NlpSettings:
     pre_actuation_s: float = 0.0
     post_actuation_s: float = 0.0
     strategy: str = "auto"  # auto | causal | noncausal
-    backend: str = "casadi"  # casadi | cyipopt | pyomo | fatrop | auto
+    backend: str = "auto"  # auto (Newton if square, else cyipopt: 2x faster than casadi) | casadi | cyipopt | pyomo | fatrop
     square_by_newton: bool = True  # casadi / auto: a square NLP (a single feasible point) by Newton, not IPOPT
     warm_start: str = "bdf"  # bdf | none
     tol: float = 1e-8

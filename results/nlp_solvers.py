@@ -20,27 +20,16 @@ import dataclasses
 import time
 from pathlib import Path
 
-import numpy as np
 
-from ffopt.dae.equilibrium import static_equilibrium
 from ffopt.errors import FfoptError
 from ffopt.io.problem import load_problem
 from ffopt.nlp.solve import choose_strategy, solve_inverse_nlp, warm_start_trajectory
-from ffopt.sim.plant import MotorPD, pd_gains, simulate
+from nlp_bench import verified_errors  # results/nlp_bench.py, beside this script (sys.path[0])
 
 ROOT = Path(__file__).resolve().parents[1]
 FATROP_MAX_ITER = 60
 
 
-def verified_errors(problem, traj):
-    """Max tool error (mm) of traj.u simulated from rest at traj.t[0]: open loop, and with the motor PD."""
-    m, r = problem.model, problem.reference
-    q0 = static_equilibrium(m, np.asarray(r.evaluate(np.array([0.0]))).ravel(), problem.reference_spec.joint_guess)
-    y_ref = r.evaluate(traj.t)
-    ol = simulate(m, traj.t, traj.u, q0)
-    kp, kd = pd_gains(m, q0, problem.verification.pd_bandwidth_hz, problem.verification.pd_damping_ratio)
-    cl = simulate(m, traj.t, traj.u, q0, pd=MotorPD(kp, kd, traj.qm, traj.dqm))
-    return 1e3 * np.abs(ol.y - y_ref).max(), 1e3 * np.abs(cl.y - y_ref).max()
 
 
 def case(name, step, **changes):

@@ -48,3 +48,25 @@ def toml_text(data: dict) -> str:
 
 def is_table_list(v):
     return isinstance(v, list) and v and all(isinstance(x, dict) for x in v)
+
+
+def assert_structured_derivatives_match_ad(nlp, seed: int) -> None:
+    """The interval-wise Jacobian and lower-triangle Lagrangian Hessian of ``nlp`` (cyipopt backend) equal
+    CasADi's AD of the whole NLP at a random point and random multipliers."""
+    import casadi as ca
+    import numpy as np
+    import scipy.sparse
+
+    der = nlp.info["derivatives"]()
+    rng = np.random.default_rng(seed)
+    w = nlp.w0 + 0.1 * rng.standard_normal(nlp.w0.size)
+    lam, sigma = rng.standard_normal(nlp.n_constraints), 0.7
+    n = nlp.n_variables
+    J = scipy.sparse.csc_matrix((der.jacobian_values(w), (der.jac.rows, der.jac.cols)), (nlp.n_constraints, n))
+    J_ad = ca.Function("J", [nlp.w], [ca.jacobian(nlp.g, nlp.w)])(w).sparse()
+    assert abs(J - J_ad).max() <= 1e-12 * abs(J_ad).max()
+    H = scipy.sparse.csc_matrix((der.hessian_values(w, lam, sigma), (der.hess.rows, der.hess.cols)), (n, n))
+    assert np.all(der.hess.rows >= der.hess.cols)  # lower triangle, as IPOPT expects
+    lag = sigma * nlp.f + ca.dot(ca.DM(lam), nlp.g)
+    H_ad = ca.Function("H", [nlp.w], [ca.tril(ca.hessian(lag, nlp.w)[0])])(w).sparse()
+    assert abs(H - H_ad).max() <= 1e-10 * abs(H_ad).max()

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from helpers import assert_structured_derivatives_match_ad
 from ffopt.dae.equilibrium import static_equilibrium
 from ffopt.dae.forms import choose_dummy_set
 from ffopt.errors import ProblemError
@@ -166,8 +167,6 @@ def test_e12_plan_with_a_stated_hold_resimulates_to_what_was_planned(hold):
 def test_structured_derivatives_with_a_hold_match_casadi_ad(hold):
     """The interval-wise Jacobian / Hessian (cyipopt, auto) with the hold rows and the torque-rate rows on
     the control grid equal CasADi's AD of the whole NLP at a random point."""
-    import casadi as ca
-    import scipy.sparse
 
     from ffopt.io.problem import OutputSettings
 
@@ -177,18 +176,7 @@ def test_structured_derivatives_with_a_hold_match_casadi_ad(hold):
     s = held_settings(NlpSettings(step=1e-2, strategy="causal", torque_rate_max=(1e6,)), OutputSettings(3e-2, hold))
     tr = Transcription(m, r, s, q_rest, False, choose_dummy_set(m, q_rest[: m.layout.n_link]))
     nlp = tr.build(tr.rest_guess())
-    der = nlp.info["derivatives"]()
-    rng = np.random.default_rng(3)
-    w = nlp.w0 + 0.1 * rng.standard_normal(nlp.w0.size)
-    lam, sigma = rng.standard_normal(nlp.n_constraints), 0.7
-    n = nlp.n_variables
-    J = scipy.sparse.csc_matrix((der.jacobian_values(w), (der.jac.rows, der.jac.cols)), (nlp.n_constraints, n))
-    J_ad = ca.Function("J", [nlp.w], [ca.jacobian(nlp.g, nlp.w)])(w).sparse()
-    assert abs(J - J_ad).max() <= 1e-12 * abs(J_ad).max()
-    H = scipy.sparse.csc_matrix((der.hessian_values(w, lam, sigma), (der.hess.rows, der.hess.cols)), (n, n))
-    lag = sigma * nlp.f + ca.dot(ca.DM(lam), nlp.g)
-    H_ad = ca.Function("H", [nlp.w], [ca.tril(ca.hessian(lag, nlp.w)[0])])(w).sparse()
-    assert abs(H - H_ad).max() <= 1e-10 * abs(H_ad).max()
+    assert_structured_derivatives_match_ad(nlp, seed=3)
 
 
 def test_saved_zoh_plan_is_resimulated_with_its_hold(tmp_path):

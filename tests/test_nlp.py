@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from helpers import assert_structured_derivatives_match_ad
 from ffopt.dae.equilibrium import static_equilibrium
 from ffopt.dae.inverse import solve_inverse_bdf
 from ffopt.errors import ProblemError, SolverError
@@ -143,8 +144,6 @@ def test_interval_jacobian_assembly_matches_casadi_ad():
 def test_structured_derivatives_match_casadi_ad(tracking):
     """Interval-wise Jacobian and Lagrangian Hessian (cyipopt backend) equal CasADi's AD of the
     whole NLP (objective, dynamics, band and torque-rate rows) at a random point and multipliers."""
-    import casadi as ca
-    import scipy.sparse
 
     from ffopt.dae.forms import choose_dummy_set
     from ffopt.nlp.transcription import Transcription
@@ -154,19 +153,7 @@ def test_structured_derivatives_match_casadi_ad(tracking):
     s = NlpSettings(step=1e-2, strategy="causal", tracking=tracking, torque_rate_max=(1e6,))
     tr = Transcription(m, r, s, q_rest, False, choose_dummy_set(m, q_rest[: m.layout.n_link]))
     nlp = tr.build(tr.rest_guess())
-    der = nlp.info["derivatives"]()
-    rng = np.random.default_rng(2)
-    w = nlp.w0 + 0.1 * rng.standard_normal(nlp.w0.size)
-    lam, sigma = rng.standard_normal(nlp.n_constraints), 0.7
-    n = nlp.n_variables
-    J = scipy.sparse.csc_matrix((der.jacobian_values(w), (der.jac.rows, der.jac.cols)), (nlp.n_constraints, n))
-    J_ad = ca.Function("J", [nlp.w], [ca.jacobian(nlp.g, nlp.w)])(w).sparse()
-    assert abs(J - J_ad).max() <= 1e-12 * abs(J_ad).max()
-    H = scipy.sparse.csc_matrix((der.hessian_values(w, lam, sigma), (der.hess.rows, der.hess.cols)), (n, n))
-    assert np.all(der.hess.rows >= der.hess.cols)  # lower triangle, as IPOPT expects
-    lag = sigma * nlp.f + ca.dot(ca.DM(lam), nlp.g)
-    H_ad = ca.Function("H", [nlp.w], [ca.tril(ca.hessian(lag, nlp.w)[0])])(w).sparse()
-    assert abs(H - H_ad).max() <= 1e-10 * abs(H_ad).max()
+    assert_structured_derivatives_match_ad(nlp, seed=2)
 
 
 def test_square_nlp_by_newton_matches_ipopt():

@@ -59,7 +59,8 @@ def _fast_reversals(t: np.ndarray, v: np.ndarray, width: float, step: float) -> 
     times, taus = [], []
     for k in np.flatnonzero(np.sign(v[:-1]) * np.sign(v[1:]) < 0):
         dt, dv = t[k + 1] - t[k], v[k + 1] - v[k]
-        tau = SWITCH_WIDTHS * width * dt / abs(dv)
+        with np.errstate(over="ignore"):  # roundoff-level crossings at rest: dv ~ 1e-300, tau = inf (no switch)
+            tau = SWITCH_WIDTHS * width * dt / abs(dv)
         if tau < RESOLVING_STEPS * step:
             times.append(float(t[k] - v[k] * dt / dv))
             taus.append(float(tau))

@@ -85,6 +85,29 @@ def test_wall_time_limit_ends_the_solve_within_a_small_bound(backend):
     assert time.perf_counter() - tic < limit + 1.5
 
 
+@pytest.mark.parametrize("backend", ["casadi", "cyipopt"])
+def test_an_ipopt_iteration_that_never_returns_is_ended_at_the_limit(monkeypatch, backend):
+    """IPOPT checks its limits only between iterations; one iteration (a MUMPS factorisation of a
+    diverging non-causal NLP) was seen running 15 minutes past a 120 s limit. IPOPT runs in a
+    worker process that is ended a grace after the limit: here a solve stuck after iteration 0."""
+    from ffopt.nlp.backends import casadi_ipopt, cyipopt_backend
+
+    def stuck(problem, warm, tol, monitor, w_start):
+        monitor.begin("IPOPT (stuck)")
+        monitor.iteration(0, 1.0, 1e3)
+        time.sleep(60)  # stands for a native call that never returns to Python
+
+    module, name = (casadi_ipopt, "_solve_ipopt") if backend == "casadi" else (cyipopt_backend, "_solve")
+    monkeypatch.setattr(module, name, stuck)
+    monkeypatch.setattr(module, "ipopt_grace_s", lambda monitor: 0.5)
+    limit = 1.0
+    tic = time.perf_counter()
+    with pytest.raises(SolverError, match=r"wall-time limit of 1 s.*Maximum_WallTime_Exceeded.*still inside one "
+                                          r"iteration 0.5 s after the wall-time limit"):
+        _solve(_hard_e1(backend=backend, step=2.5e-3, max_wall_time_s=limit))
+    assert time.perf_counter() - tic < limit + 0.5 + 1.5
+
+
 def test_newton_route_honours_both_limits(monkeypatch):
     """Square NLP (exact causal tracking, no bounds): Newton from rest needs several iterations.
     An iteration limit of 1 stops it (no IPOPT fallback with a fresh budget); so does the wall

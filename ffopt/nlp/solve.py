@@ -163,7 +163,7 @@ def solve_inverse_nlp(model: FlexibleModel, reference, settings: NlpSettings, qa
     except KeyboardInterrupt:
         monitor.close("interrupted")
         raise
-    if res.status == "User_Requested_Stop" and monitor.limit_reached():
+    if res.status == "User_Requested_Stop" and (monitor.expired() or monitor.limit_reached()):
         res.status = stop_status(monitor)  # stopped by the monitor at the wall-time limit
     sol = tr.unpack(res.w)
     if not res.success:

@@ -65,6 +65,12 @@ def not_started(w0: np.ndarray, backend: str, monitor, note: str = "", time_buil
                      time_build_s=time_build_s, backend=backend, note=note)
 
 
+def ipopt_grace_s(monitor) -> float:
+    """How long after the wall-time limit an IPOPT worker may take to end its last iteration (it
+    stops itself between iterations) before it is ended: 10 % of the limit, at least 5 s."""
+    return max(5.0, 0.1 * monitor.max_wall_time_s)
+
+
 def ipopt_options(warm: bool, tol: float, max_iter: int, max_wall_time: float, hessian: str = "exact") -> dict:
     """IPOPT options; with ``warm`` the primal start point is kept (small barrier, tiny push).
 

@@ -23,9 +23,9 @@ GRACE_S = 1.0  # the worker stops itself at the limit; it is killed if it has no
 POLL_S = 0.05
 
 
-def run_isolated(solve, monitor: SolveMonitor, what: str):
-    """``solve(monitor)`` in a worker process; its result, or None if it was ended at the wall-time
-    limit before it returned. Exceptions of the worker are raised here."""
+def run_isolated(solve, monitor: SolveMonitor, what: str, grace_s: float = GRACE_S):
+    """``solve(monitor)`` in a worker process; its result, or None if it had not returned ``grace_s``
+    after the wall-time limit (it is then ended). Exceptions of the worker are raised here."""
     if "fork" not in multiprocessing.get_all_start_methods() or multiprocessing.current_process().daemon:
         return solve(monitor)  # no fork, or a daemon process (a pool worker) that may not have children
     ctx = multiprocessing.get_context("fork")
@@ -34,7 +34,7 @@ def run_isolated(solve, monitor: SolveMonitor, what: str):
     worker.start()
     send.close()
     try:
-        return _follow(worker, receive, monitor, what)
+        return _follow(worker, receive, monitor, what, grace_s)
     finally:
         if worker.is_alive():
             worker.kill()
@@ -56,7 +56,7 @@ def _worker(solve, monitor: SolveMonitor, send) -> None:
         send.send(("error", SolverError(f"{message[1]!r} ({err})")))
 
 
-def _follow(worker, receive, monitor: SolveMonitor, what: str):
+def _follow(worker, receive, monitor: SolveMonitor, what: str, grace_s: float):
     while True:
         if receive.poll(POLL_S):
             try:
@@ -72,7 +72,7 @@ def _follow(worker, receive, monitor: SolveMonitor, what: str):
                 return payload[0]
             else:
                 raise payload[0]
-        elif monitor.elapsed() > monitor.max_wall_time_s + GRACE_S:
+        elif monitor.elapsed() > monitor.max_wall_time_s + grace_s:
             monitor.expired()
             return None
         elif not worker.is_alive() and not receive.poll():

@@ -140,6 +140,62 @@ def test_when_every_formulation_fails_one_error_lists_them(monkeypatch):
     assert "Try more" not in text and "\n" not in text
 
 
+def test_a_failed_exact_tracking_nlp_falls_back_to_a_heavy_penalty(monkeypatch, capsys):
+    """Last in the chain: the NLP with the path as a penalty (it starts feasible from rest, where the
+    exact-tracking NLP can diverge). Here every BDF formulation and the exact NLP fail."""
+    _fail_bdf_form(monkeypatch, failing=("I1", "I2", "I3"))
+    import ffopt.dae.dummy_derivatives as dummy_derivatives
+    import ffopt.nlp.solve as nlp
+    from ffopt.auto_method import PENALTY_FALLBACK_WEIGHT
+
+    def no_dd(*args, **kwargs):
+        raise SolverError("BDF-6 Newton iteration did not converge at t = 0.5 (step 500 of 1118): max |F| = 3.1e+09.")
+    real_plan_nlp = nlp.plan_nlp
+
+    def exact_diverges(problem, progress=None):
+        if problem.nlp.tracking == "exact":
+            raise SolverError("NLP stopped at its wall-time limit of 120 s: IPOPT via cyipopt ended with status "
+                              "Maximum_WallTime_Exceeded after 12 iterations. Try a larger limit.")
+        return real_plan_nlp(problem, progress)
+    monkeypatch.setattr(dummy_derivatives, "solve_inverse_dd", no_dd)
+    monkeypatch.setattr(nlp, "plan_nlp", exact_diverges)
+    problem = problem_from_dict(_two_link_elastic_arm()).with_nlp(step=4e-3)
+    result = ffopt.plan(problem, verify=True, progress=print)
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("method auto:")]
+    assert lines[-1].endswith(f"; next: collocation NLP (strategy from the zero dynamics, path as a penalty of weight "
+                              f"{PENALTY_FALLBACK_WEIGHT:g}, Radau degree 3, h = 4 ms)")
+    choice = result.method_choice
+    assert [a["ok"] for a in choice["attempts"]] == [False] * 5 + [True]
+    assert result.trajectory.stats["tracking"] == "penalty"
+    assert result.verification.cases["feedforward_pd"].max_mm < 0.1
+
+
+def test_no_penalty_fallback_where_the_user_chose_the_tracking():
+    from ffopt.auto_method import _chain
+
+    problem = problem_from_dict(_two_link_elastic_arm())
+    assert "penalty" in _chain(problem, True)[-1][1] and "penalty" in _chain(problem, False)[-1][1]
+    assert len(_chain(problem, False)) == 2
+    for tracking in ("band", "penalty"):
+        chain = _chain(problem.with_nlp(tracking=tracking), False)
+        assert len(chain) == 1 and chain[0][0].nlp.tracking == tracking
+
+
+@pytest.mark.slow
+def test_an_arm_whose_exact_tracking_nlp_diverges_plans_by_the_penalty():
+    """A drawn planar 3-link arm with a soft passive elbow (2.3 Hz, 10 kg beyond it) on a 0.28 s line:
+    the exact-tracking NLP diverged from rest (objective 1e9, then the limit; once one IPOPT iteration
+    ran 15 minutes past the limit). Measured: exact attempt to the 120 s limit, penalty 15-22 s, 0.02 mm."""
+    from random_arms import problem_of
+
+    arm = json.loads((Path(__file__).parent / "data" / "arm_soft_passive_elbow.json").read_text())
+    result = ffopt.plan(problem_of(arm), max_time=60)
+    choice = result.method_choice
+    assert choice["reason"].startswith("non-minimum phase")
+    assert [a["ok"] for a in choice["attempts"]] == [False, True] and "penalty" in choice["formulation"]
+    assert result.verification.cases["feedforward_pd"].max_mm < 0.1
+
+
 def test_an_explicit_method_is_not_replaced(monkeypatch):
     _fail_bdf_form(monkeypatch)
     with pytest.raises(SolverError, match="did not converge at t = 0.817"):

@@ -108,6 +108,24 @@ def test_an_ipopt_iteration_that_never_returns_is_ended_at_the_limit(monkeypatch
     assert time.perf_counter() - tic < limit + 0.5 + 1.5
 
 
+# (iteration, objective, infeasibility) of IPOPT runs from rest with exact tracking, as measured
+DIVERGING_ARM = [(0, 0.0, 823), (1, 123.9, 700), (2, 3.11e6, 660), (3, 7.12e8, 1.2e3), (4, 2.99e9, 1.0e4),
+                 (5, 1.19e10, 3.9e4), (6, 1.36e10, 2.0e4)]  # a drawn arm with a soft passive joint
+E1_NMP = [(0, 0.0, 72), (1, 4.74e5, 36), (2, 1.89e6, 0.19), (3, 1.89e6, 5.9e-6), (4, 1.89e6, 9.7e-11)]
+CANADARM = [(0, 0.0, 26), (1, 5.84e4, 23), (2, 6.05e4, 8.1), (3, 6.61e4, 1.0), (4, 6.53e4, 0.017),
+            (5, 6.53e4, 1.1e-5), (6, 6.53e4, 6.2e-8), (7, 6.53e4, 1.7e-8)]
+
+
+@pytest.mark.parametrize("history, stops_after", [(DIVERGING_ARM, 5), (E1_NMP, None), (CANADARM, None)])
+def test_a_diverging_exact_nlp_is_stopped_and_converging_ones_are_not(history, stops_after):
+    monitor = SolveMonitor(1000, 100.0, stop_diverging=True)
+    monitor.begin("IPOPT")
+    go_on = [monitor.iteration(k, f, inf) for k, f, inf in history]
+    assert (go_on.index(False) if False in go_on else None) == stops_after
+    off = SolveMonitor(1000, 100.0)  # without stop_diverging (warm starts, band and penalty tracking): never
+    assert all(off.iteration(k, f, inf) for k, f, inf in history)
+
+
 def test_newton_route_honours_both_limits(monkeypatch):
     """Square NLP (exact causal tracking, no bounds): Newton from rest needs several iterations.
     An iteration limit of 1 stops it (no IPOPT fallback with a fresh budget); so does the wall

@@ -14,7 +14,9 @@ the replay finds them). To record new failures into it: ``FFOPT_RECORD_ARMS=200 
 tests/test_random_arms.py -k arms_that_failed`` (a search with a writable database; hypothesis
 stores the shrunk failing arms under the replay test's key, which depends on its source only);
 ``FFOPT_RECORD_FAILURE=nan`` (or ``other``) records only that kind of failure, since a search stops
-at its first.
+at its first. ``FFOPT_ARM_STATS=FILE`` writes each arm (before its plan) and its outcome as JSON
+lines; with ``FFOPT_ARM_SURVEY=1`` as well, failures are written there instead of raised, so one
+run surveys every drawn arm.
 """
 
 from __future__ import annotations
@@ -93,8 +95,10 @@ def test_default_plan_on_random_arms(arm):
 def test_default_plan_on_many_random_arms(arm):
     """All kinds. Minimum-phase arms take 1-10 s each; non-minimum-phase ones (about a third of the
     arms with a passive joint) go through the non-causal NLP, 16 s to 5 min and more each on a shared
-    2-core machine (up to 80,000 variables through IPOPT). Measured: 121 s on a quiet machine (28
-    minimum phase, 2 non-minimum phase, worst 0.0087 mm)."""
+    2-core machine (up to 80,000 variables through IPOPT). Measured 2026-11-26: 322 s (27 minimum
+    phase by BDF, 3 non-minimum phase by the NLP: two of them only through the penalty fallback
+    after the exact NLP's 120 s limit, 146-148 s each; worst 0.020 mm). Each failure would be
+    shrunk by hypothesis for a long time: run with FFOPT_ARM_STATS=FILE to see the arms as they go."""
     check_default_plan(arm)
 
 

@@ -144,7 +144,10 @@ def solve_inverse_nlp(model: FlexibleModel, reference, settings: NlpSettings, qa
     s = settings
     check_limits(s)
     say = progress if progress is not None else (lambda msg: None)
-    monitor = SolveMonitor(s.max_iter, s.max_wall_time_s, progress)
+    use_warm = warm is not None and s.warm_start == "bdf"
+    # exact tracking from rest starts far from feasible and can run away (monitor.DIVERGENCE_SPAN)
+    monitor = SolveMonitor(s.max_iter, s.max_wall_time_s, progress,
+                           stop_diverging=s.tracking == "exact" and not use_warm)
     y0 = np.asarray(reference.evaluate(np.array([0.0]))).ravel()
     q_rest = static_equilibrium(model, y0, qa_guess)
     dummy = choose_dummy_set(model, q_rest[: model.layout.n_link])
@@ -154,7 +157,6 @@ def solve_inverse_nlp(model: FlexibleModel, reference, settings: NlpSettings, qa
             tic = time.perf_counter()
             tr = Transcription(model, reference, s, q_rest, noncausal, dummy)
             needs = _check_bounds(tr, warm, qa_guess, say)
-            use_warm = warm is not None and s.warm_start == "bdf"
             guess = tr.guess_from_trajectory(warm) if use_warm else tr.rest_guess()
             nlp = tr.build(guess)
             nlp.info["hessian"] = hessian_mode(s, noncausal)
@@ -163,7 +165,9 @@ def solve_inverse_nlp(model: FlexibleModel, reference, settings: NlpSettings, qa
     except KeyboardInterrupt:
         monitor.close("interrupted")
         raise
-    if res.status == "User_Requested_Stop" and (monitor.expired() or monitor.limit_reached()):
+    if res.status == "User_Requested_Stop" and monitor.stop_diverging and monitor.diverging():
+        res.status = "Diverging_Iterates"  # stopped by the monitor (here or in a worker process)
+    elif res.status == "User_Requested_Stop" and (monitor.expired() or monitor.limit_reached()):
         res.status = stop_status(monitor)  # stopped by the monitor at the wall-time limit
     sol = tr.unpack(res.w)
     if not res.success:
@@ -206,6 +210,10 @@ def _diagnose(tr: Transcription, res, sol, monitor: SolveMonitor, needs: TorqueN
         head = f"NLP stopped at its wall-time limit of {s.max_wall_time_s:g} s (nlp.max_wall_time_s, --max-time)"
     elif limit == "max_iter":
         head = f"NLP stopped at its iteration limit of {s.max_iter} (nlp.max_iter, --max-iter)"
+    elif res.status == "Diverging_Iterates":
+        h = monitor.history
+        head = (f"NLP diverging from rest with exact tracking (objective {h[1].objective:.3g} -> {h[-1].objective:.3g}, "
+                f"infeasibility above its start of {h[0].infeasibility:.2g} for the last iterations), stopped")
     else:
         head = "NLP not solved"
     solver = monitor.solver or res.backend
@@ -260,6 +268,10 @@ def _advice(s: NlpSettings, limit: str | None, needs: TorqueNeeds | None, monito
         tips.append(f"bounds far below what the path needs{need} make the penalty NLP slow and its plan poor: raise "
                     "nlp.torque_max / torque_rate_max or slow the motion (reference.duration); a smaller "
                     "nlp.penalty_weight eases the NLP but allows a larger tool error")
+    elif limit is None and monitor.stop_diverging and monitor.diverging():
+        tips.append("nlp.tracking = 'penalty' with a large nlp.penalty_weight (the default method auto does this "
+                    "with 1e15: the penalty NLP starts feasible from rest), nlp.warm_start = 'bdf' for a "
+                    "minimum-phase arm, or a slower motion (reference.duration)")
     else:
         tips.append("nlp.warm_start = 'bdf', a smaller nlp.step")
     if backend == "pyomo" and not monitor.history:

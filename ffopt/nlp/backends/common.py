@@ -53,7 +53,8 @@ def constraint_violation(w, g, lbx, ubx, lbg, ubg) -> float:
 
 def stop_status(monitor) -> str:
     """The IPOPT status name for a run the monitor stopped."""
-    return {"max_wall_time": "Maximum_WallTime_Exceeded", "max_iter": "Maximum_Iterations_Exceeded"}.get(
+    return {"max_wall_time": "Maximum_WallTime_Exceeded", "max_iter": "Maximum_Iterations_Exceeded",
+            "diverging": "Diverging_Iterates"}.get(
         monitor.stop_reason, "User_Requested_Stop")
 
 

@@ -43,9 +43,6 @@ UNSTABLE_RTOL = 1e-8
 # method (e.g. +3e5 rad/s from full rotor coupling on a passive-joint arm at h = 1 ms).
 UNRESOLVED_PER_STEP = 10.0
 BDF_FORMS = ("I1", "I2", "I3")  # lowest index first
-# The NLP attempts of one chain share nlp.max_wall_time_s: an attempt followed by another NLP gets
-# half of what is left, the last all of it (at least this fraction of the limit).
-NLP_MIN_SHARE = 0.25
 PENALTY_FALLBACK_WEIGHT = 1e15  # tool error ~ weight^-1/4 on the arm above; 1e15: 0.02 mm
 MAX_REASON_CHARS = 200
 
@@ -74,20 +71,14 @@ def solve_auto(problem, solve, say=lambda msg: None):
     reason = _reason(analysis, minimum_phase)
     say(f"method auto: {reason}: {chain[0][1]}")
     attempts = []
-    nlp_left = problem.nlp.max_wall_time_s  # the NLP attempts share the problem's NLP wall-time limit
     for k, (candidate, label) in enumerate(chain):
         attempt = Attempt(candidate.solver.method, label)
         attempts.append(attempt)
-        if candidate.solver.method == "nlp":
-            later = any(c.solver.method == "nlp" for c, _ in chain[k + 1:])
-            candidate = candidate.with_nlp(max_wall_time_s=nlp_left / 2 if later else nlp_left)
         tic = time.perf_counter()
         try:
             traj = solve(candidate)
         except SolverError as err:
             attempt.error, attempt.time_s = str(err), time.perf_counter() - tic
-            if candidate.solver.method == "nlp":
-                nlp_left = max(nlp_left - attempt.time_s, NLP_MIN_SHARE * problem.nlp.max_wall_time_s)
             if k + 1 < len(chain):
                 say(f"method auto: {label} failed ({first_sentence(err)}); next: {chain[k + 1][1]}")
             continue

@@ -170,26 +170,6 @@ def test_a_failed_exact_tracking_nlp_falls_back_to_a_heavy_penalty(monkeypatch, 
     assert result.verification.cases["feedforward_pd"].max_mm < 0.1
 
 
-def test_the_nlp_attempts_share_the_nlp_time_limit(monkeypatch):
-    """Exact tracking gets half of nlp.max_wall_time_s, the penalty fallback what is left, so that a
-    plan of a non-minimum-phase arm ends within about the limit the user set (not twice it)."""
-    import time
-
-    import ffopt.nlp.solve as nlp
-
-    limits = []
-
-    def slow_fail(problem, progress=None):
-        limits.append(problem.nlp.max_wall_time_s)
-        time.sleep(0.5)
-        raise SolverError("NLP stopped at its wall-time limit. Try more.")
-    monkeypatch.setattr(nlp, "plan_nlp", slow_fail)
-    problem = problem_from_dict(_e1_nmp_default()).with_nlp(max_wall_time_s=10.0)
-    with pytest.raises(SolverError, match="every formulation failed"):
-        ffopt.plan(problem, verify=False)
-    assert limits[0] == 5.0 and 9.0 < limits[1] < 9.5 and len(limits) == 2  # 10 s less the 0.5 s used
-
-
 def test_no_penalty_fallback_where_the_user_chose_the_tracking():
     from ffopt.auto_method import _chain
 
@@ -210,12 +190,11 @@ def test_an_arm_whose_exact_tracking_nlp_diverges_plans_by_the_penalty():
     from random_arms import problem_of
 
     arm = json.loads((Path(__file__).parent / "data" / "arm_soft_passive_elbow.json").read_text())
-    result = ffopt.plan(problem_of(arm))
+    result = ffopt.plan(problem_of(arm), max_time=60)
     choice = result.method_choice
     assert choice["reason"].startswith("non-minimum phase")
     assert [a["ok"] for a in choice["attempts"]] == [False, True] and "penalty" in choice["formulation"]
-    exact = choice["attempts"][0]["error"]  # stopped as diverging (~30 s), or on a loaded machine at its 60 s share
-    assert "NLP diverging from rest" in exact or "wall-time limit of 60 s" in exact
+    assert "NLP diverging from rest" in choice["attempts"][0]["error"]
     assert result.verification.cases["feedforward_pd"].max_mm < 0.1
 
 

@@ -209,8 +209,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-iter", type=int, metavar="N",
                    help="NLP iteration limit (default: the problem's nlp.max_iter, 1000)")
     p.add_argument("--max-time", type=float, metavar="S",
-                   help="NLP wall-time limit in seconds: transcription, set-up and iterations "
-                        "(default: the problem's nlp.max_wall_time_s, 120)")
+                   help="NLP wall-time limit in seconds: transcription, set-up and iterations, per NLP "
+                        "attempt (method auto makes at most two) (default: the problem's nlp.max_wall_time_s, 120)")
     # --- end NLP limits ---
     p.set_defaults(func=cmd_plan)
 

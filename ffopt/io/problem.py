@@ -253,8 +253,8 @@ NLP_SCHEMA = {
     "max_iter": Field("int", default=nlp_settings.MAX_ITER, check=lambda n: None if n > 0 else f"must be > 0, got {n}",
                       doc="iteration limit of the NLP solve (CLI: --max-iter)"),
     "max_wall_time_s": Field("float", default=nlp_settings.MAX_WALL_TIME_S, check=positive, unit="s",
-                             doc="wall-time limit of the NLP solve: transcription, set-up, iterations "
-                                 "(CLI: --max-time)"),
+                             doc="wall-time limit of the NLP solve: transcription, set-up, iterations, per "
+                                 "NLP attempt (method auto makes at most two) (CLI: --max-time)"),
 }
 
 HOLDS = ("zoh", "linear")

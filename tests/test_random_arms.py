@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, Phase, event, given, note, reject, settings
+from hypothesis import HealthCheck, Phase, event, given, note, reject, seed, settings
 from hypothesis.database import DirectoryBasedExampleDatabase, ReadOnlyDatabase
 from random_arms import arms, problem_of
 
@@ -89,25 +89,26 @@ def test_default_plan_on_random_arms(arm):
     check_default_plan(arm)
 
 
+# The slow draws below have a fixed seed: with derandomize alone the seed is a hash of the test's
+# source, so editing a docstring would draw other arms. Measured results: README and results/README.md.
 @pytest.mark.slow
+@seed(20261126)
 @settings(derandomize=True, max_examples=30, database=None, **SLOW)
 @given(arm=arms())
 def test_default_plan_on_many_random_arms(arm):
     """All kinds. Minimum-phase arms take 1-10 s each; non-minimum-phase ones (about a third of the
-    arms with a passive joint) go through the non-causal NLP, 16 s to 5 min and more each on a shared
-    2-core machine (up to 80,000 variables through IPOPT). Measured 2026-11-26: 322 s (27 minimum
-    phase by BDF, 3 non-minimum phase by the NLP: two of them only through the penalty fallback
-    after the exact NLP's 120 s limit, 146-148 s each; worst 0.020 mm). Each failure would be
-    shrunk by hypothesis for a long time: run with FFOPT_ARM_STATS=FILE to see the arms as they go."""
+    arms with a passive joint) go through the non-causal NLP, 2 s to 4 min each on a shared 2-core
+    machine (up to two NLP attempts of up to 120 s). Each failure would be shrunk by hypothesis for
+    a long time: run with FFOPT_ARM_STATS=FILE to see the arms as they go."""
     check_default_plan(arm)
 
 
 @pytest.mark.slow
+@seed(20261126)
 @settings(derandomize=True, max_examples=8, database=None, **SLOW)
 @given(arm=arms(kinds=("planar2_passive",)))
 def test_default_plan_on_random_two_link_arms_with_a_passive_joint(arm):
-    """E1-like arms (one actuated joint, one tool coordinate), which the draw above happens not to
-    reach. A census of 12 on 2026-11-26: 7 non-minimum phase, all plan, worst 0.0024 mm."""
+    """E1-like arms (one actuated joint, one tool coordinate), which a draw of all kinds may not reach."""
     check_default_plan(arm)
 
 

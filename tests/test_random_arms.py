@@ -40,6 +40,8 @@ RECORD_ONLY = os.environ.get("FFOPT_RECORD_FAILURE")  # record only this kind of
 STATS = os.environ.get("FFOPT_ARM_STATS")  # a file: one JSON line per arm (kind, method, error, time)
 SURVEY = os.environ.get("FFOPT_ARM_SURVEY")  # with STATS: record failures there and go on (a census, not a test)
 SLOW = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+# The seeded slow draws report a failing arm as drawn: shrinking re-plans arms for hours (minutes each)
+NO_SHRINK = [Phase.explicit, Phase.reuse, Phase.generate]
 
 
 class NonFiniteSolve(AssertionError):
@@ -93,19 +95,19 @@ def test_default_plan_on_random_arms(arm):
 # source, so editing a docstring would draw other arms. Measured results: README and results/README.md.
 @pytest.mark.slow
 @seed(20261126)
-@settings(derandomize=True, max_examples=30, database=None, **SLOW)
+@settings(derandomize=True, max_examples=30, database=None, phases=NO_SHRINK, **SLOW)
 @given(arm=arms())
 def test_default_plan_on_many_random_arms(arm):
     """All kinds. Minimum-phase arms take 1-10 s each; non-minimum-phase ones (about a third of the
     arms with a passive joint) go through the non-causal NLP, 2 s to 4 min each on a shared 2-core
-    machine (up to two NLP attempts of up to 120 s). Each failure would be shrunk by hypothesis for
-    a long time: run with FFOPT_ARM_STATS=FILE to see the arms as they go."""
+    machine (up to two NLP attempts of up to 120 s). Shrinking a failure would take hours, so a
+    failing arm is reported as drawn; FFOPT_ARM_STATS=FILE shows the arms as they go."""
     check_default_plan(arm)
 
 
 @pytest.mark.slow
 @seed(20261126)
-@settings(derandomize=True, max_examples=8, database=None, **SLOW)
+@settings(derandomize=True, max_examples=8, database=None, phases=NO_SHRINK, **SLOW)
 @given(arm=arms(kinds=("planar2_passive",)))
 def test_default_plan_on_random_two_link_arms_with_a_passive_joint(arm):
     """E1-like arms (one actuated joint, one tool coordinate), which a draw of all kinds may not reach."""

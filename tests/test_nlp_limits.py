@@ -90,7 +90,7 @@ def test_an_ipopt_iteration_that_never_returns_is_ended_at_the_limit(monkeypatch
     """IPOPT checks its limits only between iterations; one iteration (a MUMPS factorisation of a
     diverging non-causal NLP) was seen running 15 minutes past a 120 s limit. IPOPT runs in a
     worker process that is ended a grace after the limit: here a solve stuck after iteration 0."""
-    from ffopt.nlp.backends import casadi_ipopt, cyipopt_backend
+    from ffopt.nlp.backends import casadi_ipopt, common, cyipopt_backend
 
     def stuck(problem, warm, tol, monitor, w_start):
         monitor.begin("IPOPT (stuck)")
@@ -99,7 +99,7 @@ def test_an_ipopt_iteration_that_never_returns_is_ended_at_the_limit(monkeypatch
 
     module, name = (casadi_ipopt, "_solve_ipopt") if backend == "casadi" else (cyipopt_backend, "_solve")
     monkeypatch.setattr(module, name, stuck)
-    monkeypatch.setattr(module, "ipopt_grace_s", lambda monitor: 0.5)
+    monkeypatch.setattr(common, "ipopt_grace_s", lambda monitor: 0.5)
     limit = 1.0
     tic = time.perf_counter()
     with pytest.raises(SolverError, match=r"wall-time limit of 1 s.*Maximum_WallTime_Exceeded.*still inside one "

@@ -12,8 +12,8 @@ import time
 import casadi as ca
 import numpy as np
 
-from ffopt.nlp.backends.common import NlpResult, constraint_violation, ipopt_grace_s, ipopt_options, not_started
-from ffopt.nlp.backends.isolated import run_isolated
+from ffopt.nlp.backends.common import (NlpResult, constraint_violation, ipopt_options, not_started,
+                                       run_ipopt_isolated)
 from ffopt.nlp.monitor import SolveMonitor
 from ffopt.nlp.transcription import NlpProblem
 
@@ -101,17 +101,10 @@ def solve_auto(problem: NlpProblem, warm: bool, tol: float, monitor: SolveMonito
 
 def solve_ipopt(problem: NlpProblem, warm: bool, tol: float, monitor: SolveMonitor,
                 w0: np.ndarray | None = None) -> NlpResult:
-    """IPOPT via nlpsol in a worker process, ended ``ipopt_grace_s`` after the wall-time limit if
-    IPOPT is still inside one iteration (see cyipopt_backend.solve)."""
+    """IPOPT via nlpsol in a worker process (``common.run_ipopt_isolated``)."""
     w_start = problem.w0 if w0 is None else w0
-    if monitor.expired():
-        return not_started(w_start, "casadi", monitor)
-    grace = ipopt_grace_s(monitor)
-    res = run_isolated(lambda mon: _solve_ipopt(problem, warm, tol, mon, w_start), monitor, "IPOPT via CasADi", grace)
-    if res is not None:
-        return res
-    return not_started(w_start, "casadi", monitor, f"IPOPT was still inside one iteration {grace:g} s after the "
-                       "wall-time limit (a factorisation of its linear system that did not finish) and was ended")
+    return run_ipopt_isolated(lambda mon: _solve_ipopt(problem, warm, tol, mon, w_start), w_start, monitor,
+                              "casadi", "IPOPT via CasADi")
 
 
 def _solve_ipopt(problem: NlpProblem, warm: bool, tol: float, monitor: SolveMonitor, w_start: np.ndarray) -> NlpResult:

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ffopt.nlp.backends.isolated import run_isolated
+
 SUCCESS_STATUSES = ("Solve_Succeeded", "Solved_To_Acceptable_Level")
 
 
@@ -70,6 +72,21 @@ def ipopt_grace_s(monitor) -> float:
     """How long after the wall-time limit an IPOPT worker may take to end its last iteration (it
     stops itself between iterations) before it is ended: 10 % of the limit, at least 5 s."""
     return max(5.0, 0.1 * monitor.max_wall_time_s)
+
+
+def run_ipopt_isolated(solve, w_start: np.ndarray, monitor, backend: str, what: str) -> NlpResult:
+    """``solve(monitor)``, one IPOPT run, in a worker process (``isolated.run_isolated``): IPOPT checks
+    its limits only between iterations, and one iteration can run on for many minutes (seen: a MUMPS
+    factorisation of a diverging non-causal NLP still running 15 minutes after a 120 s limit). The
+    worker is ended ``ipopt_grace_s`` after the limit; the result then says so."""
+    if monitor.expired():
+        return not_started(w_start, backend, monitor)
+    grace = ipopt_grace_s(monitor)
+    res = run_isolated(solve, monitor, what, grace)
+    if res is not None:
+        return res
+    return not_started(w_start, backend, monitor, f"IPOPT was still inside one iteration {grace:g} s after the "
+                       "wall-time limit (a factorisation of its linear system that did not finish) and was ended")
 
 
 def ipopt_options(warm: bool, tol: float, max_iter: int, max_wall_time: float, hessian: str = "exact") -> dict:

@@ -15,9 +15,8 @@ import numpy as np
 
 from ffopt import interrupt
 from ffopt.errors import SolverError
-from ffopt.nlp.backends.common import (SUCCESS_STATUSES, NlpResult, constraint_violation, ipopt_grace_s,
-                                       ipopt_options, not_started)
-from ffopt.nlp.backends.isolated import run_isolated
+from ffopt.nlp.backends.common import (SUCCESS_STATUSES, NlpResult, constraint_violation, ipopt_options,
+                                       not_started, run_ipopt_isolated)
 from ffopt.nlp.monitor import SolveMonitor
 from ffopt.nlp.transcription import NlpProblem
 
@@ -97,23 +96,14 @@ class _CasadiCallbacks:
 
 def solve(problem: NlpProblem, warm: bool, tol: float, monitor: SolveMonitor,
           w0: np.ndarray | None = None) -> NlpResult:
-    """IPOPT via cyipopt, in a worker process (``isolated.run_isolated``): IPOPT checks its limits
-    only between iterations, and one iteration can run on for many minutes (seen: a MUMPS
-    factorisation of a diverging non-causal NLP still running 15 minutes after a 120 s limit).
-    The worker is ended ``ipopt_grace_s`` after the limit."""
+    """IPOPT via cyipopt, in a worker process (``common.run_ipopt_isolated``)."""
     try:
         import cyipopt  # noqa: F401
     except ImportError as err:  # pragma: no cover - cyipopt-wheels is a dependency
         raise SolverError(f"nlp.backend = 'cyipopt' needs the cyipopt module (pip install cyipopt-wheels): {err}")
     w_start = problem.w0 if w0 is None else w0
-    if monitor.expired():
-        return not_started(w_start, "cyipopt", monitor)
-    grace = ipopt_grace_s(monitor)
-    res = run_isolated(lambda mon: _solve(problem, warm, tol, mon, w_start), monitor, "IPOPT via cyipopt", grace)
-    if res is not None:
-        return res
-    return not_started(w_start, "cyipopt", monitor, f"IPOPT was still inside one iteration {grace:g} s after the "
-                       "wall-time limit (a factorisation of its linear system that did not finish) and was ended")
+    return run_ipopt_isolated(lambda mon: _solve(problem, warm, tol, mon, w_start), w_start, monitor,
+                              "cyipopt", "IPOPT via cyipopt")
 
 
 def _solve(problem: NlpProblem, warm: bool, tol: float, monitor: SolveMonitor, w_start: np.ndarray) -> NlpResult:

@@ -223,6 +223,7 @@ def plan(problem: Problem | str | Path, method: str | None = None, order: int | 
         method_choice = {"requested": s.method, "chosen": s.method, "reason": "set by the user"}
     timings["inverse_dynamics"] = time.perf_counter() - tic
     _warn_unresolved_friction(problem, traj, say)
+    _warn_inverse_singularity(problem, traj, say)
 
     report = None
     cases = verification_cases(problem, verify)
@@ -262,6 +263,30 @@ def _warn_unresolved_friction(problem: Problem, traj, say) -> None:
     if found:
         traj.stats.setdefault("warnings", []).extend(w["message"] for w in found)
         traj.stats["unresolved_friction_reversals"] = [{k: v for k, v in w.items() if k != "message"} for w in found]
+
+
+def _warn_inverse_singularity(problem: Problem, traj, say) -> None:
+    """A plan that tracks the path as a penalty or in a band (by request, or method auto's last step)
+    may pass where the tool's path has no exact inverse: the decoupling matrix of the plant is
+    singular there (ffopt.analysis.decoupling). Say so, and keep it in summary.json (solver.decoupling)."""
+    if not traj.method.startswith("nlp") or problem.nlp.tracking == "exact":
+        return
+    from ffopt.analysis.decoupling import decoupling_along
+
+    states = [traj.q, traj.v] + ([traj.current] if traj.electric else [])
+    try:
+        rep = decoupling_along(problem.model, traj.t, np.hstack(states))
+    except (ValueError, np.linalg.LinAlgError, RuntimeError) as err:  # no vector relative degree
+        traj.stats["decoupling"] = {"error": str(err)}
+        return
+    traj.stats["decoupling"] = rep.to_dict()
+    if rep.singular:
+        planned = traj.stats.get("planned_tool_error_max_mm")
+        msg = (f"the plan passes a singularity of the inverse: {rep.summary()}. The plan trades tracking for "
+               f"bounded torques there" + (f" (planned tool error {planned:.3g} mm)" if planned is not None else "")
+               + "; to track exactly, slow the motion (reference.duration) or move the path away from it")
+        say(f"warning: {msg}")
+        traj.stats.setdefault("warnings", []).append(msg)
 
 
 def _solve(problem: Problem, say, compile: bool, hint: bool = True):

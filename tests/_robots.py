@@ -135,3 +135,24 @@ def pinocchio_terms(model, T, q, v):
     g = pin.computeGeneralizedGravity(model, data, qp).copy()
     c = pin.nonLinearEffects(model, data, qp, vp) - g
     return T.T @ M @ T, T.T @ c, T.T @ g
+
+
+def pinocchio_decoupling(chain, tool_origin, outputs, qa):
+    """J_y M^-1 S of the rigid links (Pinocchio): y the tool coordinates ``outputs`` (x, y, z), S the
+    columns of the actuated joints. For an arm whose motors all drive through damped elastic gears
+    (no rotor coupling) the decoupling matrix of ffopt.analysis.decoupling is this times the positive
+    diagonal d_j / J_m,j (x''' = J M^-1 d (u / J_m) + terms free of u), so their determinants share a sign."""
+    model, T = pinocchio_model(chain)
+    n_link = chain.n_joints
+    T = T[:, :n_link]
+    last = model.njoints - 1
+    frame = model.addFrame(pin.Frame("tool", last, 0, pin.SE3(np.eye(3), np.asarray(tool_origin, float)),
+                                     pin.FrameType.OP_FRAME))
+    data = model.createData()
+    qp = T @ np.asarray(qa, float)
+    M = pin.crba(model, data, qp)
+    M = T.T @ (np.triu(M) + np.triu(M, 1).T) @ T
+    J = pin.computeFrameJacobian(model, data, qp, frame, pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)[:3] @ T
+    rows = [{"x": 0, "y": 1, "z": 2}[o] for o in outputs]
+    act = [i for i, j in enumerate(chain.joints) if j.kind != "passive"]
+    return J[rows] @ np.linalg.solve(M, np.eye(n_link)[:, act])

@@ -257,3 +257,30 @@ def test_unstable_zeros_beyond_the_grid_do_not_decide_the_method(monkeypatch, ze
         assert reason.startswith("minimum phase on this grid (unstable zeros only above 10 / h = 1e+04 1/s")
     elif zero > 0:
         assert reason.startswith("non-minimum phase (worst zero 50+0j rad/s")
+
+
+@pytest.mark.slow
+def test_an_arm_whose_path_has_no_exact_inverse_gets_the_penalty_plan_and_a_warning():
+    """A drawn planar 2-link arm (32 kg shoulder link on an elastic gear, 1.5 kg passive elbow, tool x):
+    on its 0.42 s line the elbow swings ~0.3 rad and cancels the shoulder's effect on the tool (the
+    decoupling matrix changes sign at t = 0.13-0.20 s), so no bounded torque tracks the line exactly.
+    The exact NLP fails (its limit), the penalty plan follows with a warning naming the times; the
+    same line 1.5x slower has a regular inverse and plans exactly. Measured: 0.77 mm (penalty plan,
+    its own planned error 0.74 mm, peak torque 76 kN m); slower: 0.0002 mm, peak 319 N m. ~4 min."""
+    from random_arms import problem_of
+
+    arm = json.loads((Path(__file__).parent / "data" / "arm_no_exact_inverse.json").read_text())
+    lines = []
+    result = ffopt.plan(problem_of(arm), progress=lines.append)
+    choice = result.method_choice
+    assert [a["ok"] for a in choice["attempts"]] == [False, True] and "penalty" in choice["formulation"]
+    dec = result.trajectory.stats["decoupling"]
+    assert dec["singular"] and 0.1 < dec["singular_times_s"][0] < 0.25
+    assert any("singularity of the inverse" in line and "slow the motion" in line for line in lines)
+    assert result.verification.cases["feedforward_pd"].max_mm < 2.0  # the best the arm allows, not 0.1 mm
+
+    arm["reference"]["duration"] *= 1.5
+    slower = ffopt.plan(problem_of(arm))
+    assert [a["ok"] for a in slower.method_choice["attempts"]] == [True]
+    assert "decoupling" not in slower.trajectory.stats  # exact tracking: nothing to explain
+    assert slower.verification.cases["feedforward_pd"].max_mm < 0.1

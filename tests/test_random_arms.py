@@ -5,7 +5,10 @@ spring-damper joint, 3D arms with a z-axis base and two pitch joints; elastic ge
 drives; physical masses, lengths, stiffnesses, light to heavy damping, motor inertias, gravity on
 and off; reachable non-singular straight lines; ranges in that module's docstring),
 ``ffopt.plan(problem)`` with no overrides must succeed and the verified tool error with the motor
-PD loop must stay below 0.1 mm, for minimum-phase and non-minimum-phase arms alike.
+PD loop must stay below 0.1 mm, for minimum-phase and non-minimum-phase arms alike. The one
+exception is physical: a path that crosses a singularity of the inverse (a drawn arm with a
+passive elbow whose swing cancels the shoulder's effect on the tool; no bounded torque tracks it
+exactly) gets the penalty plan and a warning; the test then checks the claim with Pinocchio.
 
 Deterministic: the generated runs are derandomized (the same arms every run), and the arms that
 failed while ffopt was being fixed are replayed from the committed example database
@@ -26,6 +29,7 @@ import os
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, Phase, event, given, note, reject, seed, settings
 from hypothesis.database import DirectoryBasedExampleDatabase, ReadOnlyDatabase
@@ -78,7 +82,33 @@ def check_default_plan(arm: dict) -> None:
             f.write(json.dumps({**meta, "method": result.trajectory.method, "reason": choice.get("reason"),
                                 "attempts": len(choice.get("attempts", [])), "pd_mm": error_mm,
                                 "time_s": time.perf_counter() - tic}) + "\n")
+    if error_mm >= TOOL_ERROR_MM and _no_exact_inverse(result):
+        event(f"{meta['kind']}: no exact inverse (confirmed), penalty plan")
+        note(f"the path crosses a singularity of the inverse: {result.trajectory.stats['decoupling']['summary']}")
+        return
     assert SURVEY or error_mm < TOOL_ERROR_MM
+
+
+def _no_exact_inverse(result) -> bool:
+    """The one excuse for missing the target: the plan reports that the path crosses a singularity of
+    the inverse (the decoupling matrix of the plant changes sign along the planned motion, so no
+    bounded torque tracks it exactly; ffopt.analysis.decoupling), and Pinocchio confirms the sign
+    change at the same time from the rigid-body terms of the planned configurations. A claim
+    Pinocchio does not confirm fails the test."""
+    from _robots import pinocchio_decoupling
+
+    dec = result.trajectory.stats.get("decoupling") or {}
+    if not dec.get("singular"):
+        return False
+    model, tr = result.problem.model, result.trajectory
+    n_link = model.layout.n_link
+    det = [np.linalg.det(pinocchio_decoupling(model.chain, model.chain.tool_origin, model.outputs, q[:n_link]))
+           for q in tr.q]
+    flips = tr.t[np.flatnonzero(np.sign(det[1:]) != np.sign(det[:-1])) + 1]
+    assert flips.size and abs(flips[0] - dec["singular_times_s"][0]) < 5e-3, (
+        f"ffopt reports a singular decoupling matrix at {dec['singular_times_s']} s; Pinocchio's det J M^-1 S "
+        f"changes sign at {flips.tolist()} s")
+    return True
 
 
 @settings(derandomize=True, max_examples=4, database=None, **SLOW)

@@ -138,10 +138,11 @@ def pinocchio_terms(model, T, q, v):
 
 
 def pinocchio_decoupling(chain, tool_origin, outputs, qa):
-    """J_y M^-1 S of the rigid links (Pinocchio): y the tool coordinates ``outputs`` (x, y, z), S the
-    columns of the actuated joints. For an arm whose motors all drive through damped elastic gears
-    (no rotor coupling) the decoupling matrix of ffopt.analysis.decoupling is this times the positive
-    diagonal d_j / J_m,j (x''' = J M^-1 d (u / J_m) + terms free of u), so their determinants share a sign."""
+    """The decoupling matrix of ffopt.analysis.decoupling for an arm of direct drives and elastic gears
+    (no rotor coupling), from Pinocchio: J_y (M + diag J_m of the direct drives)^-1 S C, y the tool
+    coordinates ``outputs`` (x, y, z), S the columns of the actuated joints, C = diag(1 for a direct
+    drive: y'' = J M^-1 u + ...; d_j / J_m,j for a damped gear: y''' = J M^-1 d_j u_j / J_m,j + ...;
+    k_j / J_m,j for an undamped one, at the fourth derivative)."""
     model, T = pinocchio_model(chain)
     n_link = chain.n_joints
     T = T[:, :n_link]
@@ -152,7 +153,15 @@ def pinocchio_decoupling(chain, tool_origin, outputs, qa):
     qp = T @ np.asarray(qa, float)
     M = pin.crba(model, data, qp)
     M = T.T @ (np.triu(M) + np.triu(M, 1).T) @ T
+    act = [i for i, j in enumerate(chain.joints) if j.kind != "passive"]
+    coef = []
+    for i in act:
+        jt = chain.joints[i]
+        if jt.kind == "direct":
+            M[i, i] += jt.motor_inertia
+            coef.append(1.0)
+        else:
+            coef.append((jt.damping if jt.damping > 0 else jt.stiffness) / jt.motor_inertia)
     J = pin.computeFrameJacobian(model, data, qp, frame, pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)[:3] @ T
     rows = [{"x": 0, "y": 1, "z": 2}[o] for o in outputs]
-    act = [i for i, j in enumerate(chain.joints) if j.kind != "passive"]
-    return J[rows] @ np.linalg.solve(M, np.eye(n_link)[:, act])
+    return J[rows] @ np.linalg.solve(M, np.eye(n_link)[:, act]) @ np.diag(coef)

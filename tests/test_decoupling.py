@@ -36,13 +36,42 @@ def test_the_decoupling_matrix_of_a_passive_elbow_arm_matches_pinocchio():
     """At random states (positions, velocities, motor angles): ffopt's Lie derivative L_g L_f^2 x equals
     Pinocchio's J_x M^-1 e_1 times d / J_m to 1e-9."""
     problem = problem_of(_arm())
-    gear = problem.model.chain.joints[0]
     A = decoupling_function(problem.model, [3])
     rng = np.random.default_rng(7)
     for _ in range(20):
         x = np.concatenate([rng.uniform(-np.pi, np.pi, 3), rng.uniform(-5, 5, 3)])
-        expected = _pin_decoupling(problem, x[:2]) * gear.damping / gear.motor_inertia
+        expected = _pin_decoupling(problem, x[:2])
         assert np.allclose(np.array(A(x)), expected, rtol=1e-9, atol=1e-12 * np.abs(expected).max())
+
+
+def _mixed_arm(damping: float) -> dict:
+    """A planar 2-link arm (joint axes y, tool x and z): a direct-drive shoulder, an elastic-gear elbow."""
+    body = {"mass": 8.0, "com": [0.3, 0.0, 0.0], "inertia_diag": [0.01, 0.25, 0.25]}
+    elbow = {"name": "q2", "kind": "elastic_gear", "axis": [0.0, 1.0, 0.0], "origin": [0.6, 0.0, 0.0], **body,
+             "stiffness": 2000.0, "damping": damping, "motor_inertia": 0.2}
+    shoulder = {"name": "q1", "kind": "direct", "axis": [0.0, 1.0, 0.0], "origin": [0.0, 0.0, 0.0], **body,
+                "motor_inertia": 0.3}
+    return {"name": "direct shoulder, elastic elbow",
+            "model": {"gravity": [0.0, 0.0, -9.81], "outputs": ["x", "z"], "tool_origin": [0.5, 0.0, 0.0],
+                      "joints": [shoulder, elbow]},
+            "reference": {"kind": "line", "start_mm": [800.0, -300.0], "end_mm": [700.0, -400.0], "duration": 0.5},
+            "meta": {"kind": "mixed"}}
+
+
+@pytest.mark.parametrize("damping", [3.0, 0.0])
+def test_an_arm_of_a_direct_drive_and_an_elastic_gear_is_checked_by_input_degrees(damping):
+    """No vector relative degree (x and z see the direct drive at degree 2, the gear at 3, or 4 without
+    gear damping): the decoupling matrix by input degrees (a dynamic extension) equals Pinocchio's
+    J M^-1 S diag(1, d / J_m) (k / J_m undamped) at random states to 1e-9."""
+    problem = problem_of(_mixed_arm(damping))
+    rng = np.random.default_rng(3)
+    x = np.column_stack([rng.uniform(-np.pi, np.pi, (10, 3)), rng.uniform(-5, 5, (10, 3))])
+    rep = decoupling_along(problem.model, np.arange(10.0), x)
+    assert rep.by == "inputs" and rep.relative_degree == [2, 3 if damping else 4]
+    A = np.array(decoupling_function(problem.model, rep.relative_degree, "inputs").map(10)(x.T))
+    for k in range(10):
+        expected = _pin_decoupling(problem, x[k, :2])
+        assert np.allclose(A[:, 2 * k: 2 * k + 2], expected, rtol=1e-9, atol=1e-12 * np.abs(expected).max())
 
 
 def test_a_sign_change_is_found_where_pinocchio_finds_it():
@@ -78,12 +107,12 @@ def test_a_regular_path_is_regular(name, degrees):
     assert "regular" in rep.summary()
 
 
-def test_mixed_direct_drives_and_gears_are_not_checked():
-    """Manutec r3 (direct drives and elastic gears): A has zero columns at degree 2 already at rest;
-    the simple test does not apply and says so instead of reporting a singularity."""
+def test_an_arm_without_either_degree_is_not_checked():
+    """Full rotor coupling and a passive elastic bearing (arm3d_bearing.toml): the decoupling matrix is
+    singular at rest by output and by input degrees; the check says so instead of reporting a singularity."""
     from ffopt.analysis.linear import equilibrium_path
 
-    problem = ffopt.load_problem(ROOT / "problems" / "manutec_r3_benchmark.toml")
+    problem = ffopt.load_problem(ROOT / "problems" / "arm3d_bearing.toml")
     ref = problem.reference
     t = np.linspace(ref.t_motion_start, ref.t_motion_end, 5)
     q = equilibrium_path(problem.model, ref, t, problem.reference_spec.joint_guess)

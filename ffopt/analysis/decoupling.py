@@ -19,6 +19,11 @@ module evaluates A along a planned (or any) state trajectory.
 The relative degrees r_i come from the plant linearised at the trajectory's first state (the
 first k with c_i A^(k-1) B != 0, ``ffopt.analysis.linear.relative_degree``); the Lie derivatives
 L_f^k h are built symbolically (CasADi) from the plant's right-hand side ``model.plant_rhs``.
+An arm that mixes direct drives and elastic gears has no vector relative degree (every output sees
+the direct drives two derivatives before the gears: A has zero columns already at rest); there
+the degrees are taken per input instead, which is the decoupling matrix of the plant with
+integrators before the earlier inputs (a dynamic extension; Isidori, ch. 5.4). For such an arm,
+A = J M^-1 S diag(1 for a direct drive, d_j / J_m,j for a damped elastic gear).
 """
 
 from __future__ import annotations
@@ -47,6 +52,8 @@ class DecouplingReport:
     sigma_min_ratio: np.ndarray  # sigma_min(A(t)) / sigma_min(A(t_0))
     det_sign: np.ndarray | None  # sign of det A(t) (square A), else None
     output_names: list[str]
+    by: str = "outputs"  # outputs: relative degree per output; inputs: per input (dynamic extension)
+    degree_names: list[str] | None = None  # what relative_degree is listed by (outputs or inputs)
 
     @property
     def singular_times(self) -> np.ndarray:
@@ -62,58 +69,77 @@ class DecouplingReport:
         return self.singular_times.size > 0
 
     def summary(self) -> str:
-        r = ", ".join(f"{n}: {k}" for n, k in zip(self.output_names, self.relative_degree))
+        r = ", ".join(f"{n}: {k}" for n, k in zip(self.degree_names or self.output_names, self.relative_degree))
+        r = f"relative degrees {r}" if self.by == "outputs" else \
+            f"degrees by input {r}, earlier inputs differentiated to the highest (dynamic extension)"
         if not self.singular:
-            return (f"decoupling matrix regular along the motion (relative degrees {r}; smallest singular "
+            return (f"decoupling matrix regular along the motion ({r}; smallest singular "
                     f"value {self.sigma_min_ratio.min():.3g} x its start value)")
         ts = self.singular_times
         span = f"t = {ts[0]:.4g} s" if ts.size == 1 else f"t = {ts[0]:.4g} .. {ts[-1]:.4g} s"
-        return (f"decoupling matrix singular at {span} (relative degrees {r}): there the motor torques have "
-                f"no authority over the tool's {'/'.join(self.output_names)} derivative of that order, so "
-                f"no bounded torque tracks the path exactly")
+        return (f"decoupling matrix singular at {span} ({r}): there the motors cannot set every combination "
+                f"of the derivatives of the tool's {'/'.join(self.output_names)} the path prescribes, so no "
+                f"bounded input tracks the path exactly")
 
     def to_dict(self) -> dict:
         ts = self.singular_times
-        return {"singular": bool(self.singular), "relative_degree": list(self.relative_degree),
+        return {"singular": bool(self.singular), "relative_degree": list(self.relative_degree), "by": self.by,
                 "singular_times_s": [float(ts[0]), float(ts[-1])] if ts.size else [],
                 "sigma_min_ratio_min": float(self.sigma_min_ratio.min()), "summary": self.summary()}
 
 
-def decoupling_function(model: FlexibleModel, r: list[int]) -> ca.Function:
-    """x -> A(x) = d y^(r) / d u (rows: outputs, columns: inputs), with Lie derivatives of model.plant_rhs."""
+def _lie_derivatives(model: FlexibleModel, k_max: int):
+    """(x, u, [y, L_f y, ..., L_f^k_max y]): each level built from the one below with u = 0 in it (below
+    its degree an input's coefficient is zero, and for the mechanical plants here the coefficients
+    of earlier inputs depend on q only, so dropping them changes no derivative by u at higher levels)."""
     L = model.layout
     x = ca.SX.sym("x", 2 * L.nq + model.n_z)
     u = ca.SX.sym("u", L.n_u)
     f = model.plant_rhs(x, u)
-    y = model.output(x[: L.n_link])
-    rows = []
-    for i, ri in enumerate(r):
-        yk = y[i]
-        for _ in range(ri - 1):  # L_f^(r_i - 1) h_i: free of u (the relative degree)
-            yk = ca.jtimes(yk, x, f)
-            yk = ca.substitute(yk, u, ca.DM.zeros(L.n_u))  # numerically independent of u; drop the symbol
-        rows.append(ca.jacobian(ca.jtimes(yk, x, f), u))  # L_g L_f^(r_i - 1) h_i
-    return ca.Function("decoupling", [x], [ca.vertcat(*rows)])
+    levels = [model.output(x[: L.n_link])]
+    for _ in range(k_max):
+        levels.append(ca.jtimes(ca.substitute(levels[-1], u, ca.DM.zeros(L.n_u)), x, f))
+    return x, u, levels
+
+
+def decoupling_function(model: FlexibleModel, r: list[int], by: str = "outputs") -> ca.Function:
+    """x -> the decoupling matrix (rows: outputs, columns: inputs) from Lie derivatives of model.plant_rhs.
+
+    by "outputs": row i = d y_i^(r_i) / d u = L_g L_f^(r_i - 1) h_i (r: relative degree per output).
+    by "inputs": column j = d y^(r_j) / d u_j (r: degree per input): the decoupling matrix of the
+    plant with r_max - r_j integrators before input j (a dynamic extension: a direct drive, seen two
+    derivatives before the elastic gears, gets one), which then has the vector relative degree r_max.
+    """
+    x, u, levels = _lie_derivatives(model, max(r))
+    if by == "outputs":
+        A = ca.vertcat(*[ca.jacobian(levels[ri][i], u) for i, ri in enumerate(r)])
+    else:
+        A = ca.horzcat(*[ca.jacobian(levels[rj], u[j]) for j, rj in enumerate(r)])
+    return ca.Function("decoupling", [x], [A])
 
 
 def decoupling_along(model: FlexibleModel, times: np.ndarray, states: np.ndarray) -> DecouplingReport:
-    """The decoupling matrix at each row of ``states`` (x = [q; v; z], as ``model.plant_rhs``)."""
+    """The decoupling matrix at each row of ``states`` (x = [q; v; z], as ``model.plant_rhs``): by the
+    relative degree of each output where that is regular at the first state, else (square plants)
+    by the degree of each input (a dynamic extension); ValueError if neither is regular there."""
     states = np.atleast_2d(np.asarray(states, float))
     L = model.layout
-    lin = linearize(model, states[0, : L.nq], states[0, L.nq: 2 * L.nq])
-    r, _ = relative_degree(*plant_state_space(model, lin)[:3])
-    if r is None:
-        raise ValueError("no vector relative degree at the first state (an output the inputs do not reach)")
-    A = np.array(decoupling_function(model, [int(k) for k in r]).map(len(states))(states.T))
-    mats = A.reshape(len(r), len(states), L.n_u).transpose(1, 0, 2)
-    svd = np.array([np.linalg.svd(m, compute_uv=False) for m in mats])
-    sigma = svd.min(axis=1)
-    if sigma[0] <= REGULAR_AT_START_RTOL * svd[0].max():
-        # e.g. direct drives and elastic gears mixed: each output sees the direct drives two
-        # derivatives before the gears, so A has zero columns at those degrees already at rest; the
-        # inverse then needs the structure algorithm (a dynamic extension), not checked here
-        raise ValueError("the decoupling matrix is singular already at the first state (no vector relative "
-                         f"degree: relative degrees {[int(k) for k in r]} per output); not checked")
-    det_sign = np.sign([np.linalg.det(m) for m in mats]) if len(r) == L.n_u else None
-    return DecouplingReport(np.asarray(times, float), [int(k) for k in r], sigma / max(sigma[0], 1e-300),
-                            det_sign, list(model.outputs))
+    A_, B_, C_ = plant_state_space(model, linearize(model, states[0, : L.nq], states[0, L.nq: 2 * L.nq]))[:3]
+    candidates = [("outputs", relative_degree(A_, B_, C_)[0])]
+    if len(model.outputs) == L.n_u:
+        candidates.append(("inputs", relative_degree(A_.T, C_.T, B_.T)[0]))  # c A^(k-1) b_j, per column
+    for by, r in candidates:
+        if r is None:
+            continue
+        r = [int(k) for k in r]
+        A = np.array(decoupling_function(model, r, by).map(len(states))(states.T))
+        mats = A.reshape(len(model.outputs), len(states), L.n_u).transpose(1, 0, 2)
+        svd = np.array([np.linalg.svd(m, compute_uv=False) for m in mats])
+        if svd[0].min() > REGULAR_AT_START_RTOL * svd[0].max():
+            sigma = svd.min(axis=1)
+            det_sign = np.sign([np.linalg.det(m) for m in mats]) if len(model.outputs) == L.n_u else None
+            names = list(model.outputs) if by == "outputs" else [f"u_{model.chain.joints[i].name}" for i in L.actuated]
+            return DecouplingReport(np.asarray(times, float), r, sigma / sigma[0], det_sign, list(model.outputs),
+                                    by, names)
+    raise ValueError("the decoupling matrix is singular already at the first state, by output and by input "
+                     "degrees (no vector relative degree, even with a dynamic extension); not checked")

@@ -282,9 +282,10 @@ def _warn_inverse_singularity(problem: Problem, traj, say) -> None:
     traj.stats["decoupling"] = rep.to_dict()
     if rep.singular:
         planned = traj.stats.get("planned_tool_error_max_mm")
-        msg = (f"the plan passes a singularity of the inverse: {rep.summary()}. The plan trades tracking for "
-               f"bounded torques there" + (f" (planned tool error {planned:.3g} mm)" if planned is not None else "")
-               + "; to track exactly, slow the motion (reference.duration) or move the path away from it")
+        miss = f"misses the path there by up to {planned:.3g} mm (planned) " if planned is not None else ""
+        msg = (f"the plan passes a singularity of the inverse: {rep.summary()}. This plan {miss}with a peak "
+               f"input of {np.abs(traj.u).max():.3g} {traj.input_unit}; to track exactly, slow the motion "
+               "(reference.duration) or move the path away from the singularity")
         say(f"warning: {msg}")
         traj.stats.setdefault("warnings", []).append(msg)
 

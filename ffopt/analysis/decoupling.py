@@ -2,9 +2,10 @@
 
 Exact tracking y(t) = theta(t) asks, at every instant, for the input that gives the tool the
 r-th derivative the path prescribes: y_i^(r_i) = L_f^r_i h_i(x) + A_i(x) u with the decoupling
-matrix A(x) = [L_g L_f^(r_i - 1) h_i(x)] (Isidori, nonlinear control systems, ch. 5; Moberg &
-Hanssen, inverse dynamics of flexible manipulators, sec. 2: the inverse exists where the
-relative degree is well defined). Where A(x) is singular the input has no authority over a
+matrix A(x) = [L_g L_f^(r_i - 1) h_i(x)] (Isidori, nonlinear control systems, ch. 5). Moberg &
+Hanssen (inverse dynamics of flexible manipulators, sec. 5.1.1) meet it as the Jacobian that fixes
+the index of their passive-elbow arm E1, "non-singular for most values of x"; where A(x) is
+singular the input has no authority over a
 combination of the tool's r-th derivatives, and the inverse torque u = A^-1 (theta^(r) - L_f^r h)
 is unbounded (an impasse point of the inverse DAE).
 

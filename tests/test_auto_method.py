@@ -284,3 +284,55 @@ def test_an_arm_whose_path_has_no_exact_inverse_gets_the_penalty_plan_and_a_warn
     assert [a["ok"] for a in slower.method_choice["attempts"]] == [True]
     assert "decoupling" not in slower.trajectory.stats  # exact tracking: nothing to explain
     assert slower.verification.cases["feedforward_pd"].max_mm < 0.1
+
+
+def test_a_non_minimum_phase_arm_with_an_unstable_zero_faster_than_the_grid_tries_the_penalty_first():
+    """Re z h > 1 for an unstable zero: the penalty NLP first, exact tracking second; otherwise the reverse."""
+    from ffopt.auto_method import _chain
+
+    problem = problem_from_dict(_two_link_elastic_arm())
+    fast, slow = {"fastest_unstable_zero": 8074.0}, {"fastest_unstable_zero": 55.8}
+    assert [c[0].nlp.tracking for c in _chain(problem, False, fast)] == ["penalty", "exact"]
+    assert [c[0].nlp.tracking for c in _chain(problem, False, slow)] == ["exact", "penalty"]
+    assert [c[0].nlp.tracking for c in _chain(problem.with_nlp(step=1e-4), False, fast)] == ["exact", "penalty"]
+    assert _chain(problem, True, fast)[0][0].solver.method == "bdf"  # minimum phase: BDF first as ever
+
+
+def test_the_arm_with_an_unstable_zero_faster_than_the_grid_plans_by_the_penalty_first():
+    """A drawn planar 3-link arm (direct drive, passive joint, elastic gear with a 0.06 kg m^2 motor):
+    unstable zero 8074 1/s, 8 per 1 ms step. Its exact-tracking NLP converged (59 s) but its torques
+    zigzag +-0.3 N m between collocation points and verify to 0.24 mm; the penalty NLP: 0.006 mm in
+    12 s (measured). ~20 s."""
+    from random_arms import problem_of
+
+    arm = json.loads((Path(__file__).parent / "data" / "arm_fast_unstable_zero.json").read_text())
+    lines = []
+    result = ffopt.plan(problem_of(arm), progress=lines.append)
+    choice = result.method_choice
+    assert "path as a penalty first" in choice["reason"] and "8074 1/s" in choice["reason"]
+    assert [a["ok"] for a in choice["attempts"]] == [True] and "penalty" in choice["formulation"]
+    assert result.trajectory.stats["planned_tool_error_max_mm"] < 1e-3
+    assert result.verification.cases["feedforward_pd"].max_mm < 0.1
+
+
+def test_an_explicit_exact_nlp_warns_of_an_unstable_zero_faster_than_the_grid(monkeypatch):
+    """--method nlp keeps exact tracking (what was asked) but says what the zigzag risk is and what to set."""
+    from ffopt.nlp import solve as nlp_solve
+
+    info = {"strategy": "noncausal", "strategy_reason": "non-minimum phase", "zero_dynamics": "NON-MINIMUM PHASE",
+            "fastest_unstable_zero": 8074.0}
+
+    class Stop(Exception):
+        pass
+
+    monkeypatch.setattr(nlp_solve, "choose_strategy", lambda model, ref, s, guess: (s, info))
+    lines = []
+
+    def say(line):
+        lines.append(line)
+        if line.startswith("warning: the unstable zero"):
+            raise Stop
+
+    with pytest.raises(Stop):
+        ffopt.plan(problem_from_dict(_two_link_elastic_arm()), method="nlp", progress=say, verify=False)
+    assert "acts within 1/8.1 of a step (h = 1 ms)" in lines[-1] and "nlp.tracking = 'penalty'" in lines[-1]

@@ -15,6 +15,9 @@ BACKENDS = ("casadi", "cyipopt", "pyomo", "fatrop", "auto")  # auto: the fastest
 WARM_STARTS = ("bdf", "none")
 # Default limits of an NLP solve. A converging solve needs far less (E12 torque bounded: 11
 # IPOPT iterations, ~2 s); an infeasible or badly posed one would otherwise run for many minutes.
+# An unstable zero faster than this many per step (Re z h) is poorly resolved by the collocation grid:
+# the exact-tracking torques zigzag between collocation points (ffopt.auto_method, item 3).
+POORLY_RESOLVED_PER_STEP = 1.0
 MAX_ITER = 1000
 MAX_WALL_TIME_S = 120.0
 

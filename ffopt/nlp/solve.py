@@ -24,7 +24,7 @@ from ffopt.models.flexible import FlexibleModel
 from ffopt.nlp.backends.common import stop_status
 from ffopt.nlp.feasibility import TorqueNeeds, check_bounds, torque_needs
 from ffopt.nlp.monitor import SolveMonitor
-from ffopt.nlp.settings import BACKENDS, STRATEGIES, NlpSettings, check_limits
+from ffopt.nlp.settings import BACKENDS, POORLY_RESOLVED_PER_STEP, STRATEGIES, NlpSettings, check_limits
 from ffopt.nlp.transcription import Transcription
 from ffopt.trajectory import Trajectory
 
@@ -81,6 +81,7 @@ def choose_strategy(model: FlexibleModel, reference, settings: NlpSettings, qa_g
         info["minimum_phase"] = bool(rep.minimum_phase)
         if not rep.minimum_phase:
             rate = pre_actuation_rate(rep)
+            info["fastest_unstable_zero"] = float(max((z.real for z, _ in rep.unstable_zeros()), default=0.0))
     except (ImportError, FfoptError, np.linalg.LinAlgError) as err:  # analysis unavailable / failed
         info["zero_dynamics"] = f"not available ({err})"
     if strategy == "auto":
@@ -390,6 +391,11 @@ def plan_nlp(problem, progress=None) -> Trajectory:
                            "use casadi, cyipopt or auto")
     settings, info = choose_strategy(model, reference, held_settings(problem.nlp, problem.output, say), guess)
     say(f"NLP strategy: {info['strategy']} ({info['strategy_reason']}); zero dynamics: {info['zero_dynamics']}")
+    per_step = info.get("fastest_unstable_zero", 0.0) * settings.step
+    if settings.tracking == "exact" and per_step > POORLY_RESOLVED_PER_STEP:
+        say(f"warning: the unstable zero {info['fastest_unstable_zero']:.4g} 1/s acts within 1/{per_step:.2g} of a "
+            f"step (h = {settings.step * 1e3:g} ms): exact-tracking torques may zigzag between collocation points; "
+            "nlp.tracking = 'penalty' keeps them smooth (method auto does so), or a smaller nlp.step")
     warm = None
     bounded = settings.torque_max is not None or settings.torque_rate_max is not None
     if settings.warm_start == "bdf" or bounded:  # with bounds: also what exact tracking needs

@@ -10,7 +10,11 @@ exception is physical: a path that crosses a singularity of the inverse (a drawn
 passive elbow whose swing cancels the shoulder's effect on the tool; no bounded torque tracks it
 exactly) gets the penalty plan and a warning; the test then checks the claim with Pinocchio.
 
-Deterministic: the generated runs are derandomized (the same arms every run), and the arms that
+Deterministic: the default suite's run is derandomized (the same arms every run: it runs in the
+same place of the same suite); the slow tests plan arms drawn beforehand from a fixed seed
+(``random_arms.drawn_arms``, without hypothesis's literals from loaded local modules: with them, a
+seeded draw inside ``@given`` followed which ffopt modules the plans before it had imported), one
+test case per arm; and the arms that
 failed while ffopt was being fixed are replayed from the committed example database
 ``tests/hypothesis/random_arms`` (read-only; ``test_the_recorded_arms_are_replayed`` checks that
 the replay finds them). To record new failures into it: ``FFOPT_RECORD_ARMS=200 python -m pytest
@@ -24,6 +28,7 @@ run surveys every drawn arm.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import time
@@ -31,9 +36,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, Phase, event, given, note, reject, seed, settings
+from hypothesis import HealthCheck, Phase, event, given, note, reject, settings
+from hypothesis.control import currently_in_test_context
 from hypothesis.database import DirectoryBasedExampleDatabase, ReadOnlyDatabase
-from random_arms import arms, problem_of
+from random_arms import KINDS, arms, drawn_arms, problem_of
 
 import ffopt
 
@@ -44,18 +50,26 @@ RECORD_ONLY = os.environ.get("FFOPT_RECORD_FAILURE")  # record only this kind of
 STATS = os.environ.get("FFOPT_ARM_STATS")  # a file: one JSON line per arm (kind, method, error, time)
 SURVEY = os.environ.get("FFOPT_ARM_SURVEY")  # with STATS: record failures there and go on (a census, not a test)
 SLOW = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
-# The seeded slow draws report a failing arm as drawn: shrinking re-plans arms for hours (minutes each)
-NO_SHRINK = [Phase.explicit, Phase.reuse, Phase.generate]
 
 
 class NonFiniteSolve(AssertionError):
     """The solver stopped on NaN (kept apart from other failures, so a search records an arm of each)."""
 
 
+def _note(text: str) -> None:
+    if currently_in_test_context():
+        note(text)
+
+
+def _event(text: str) -> None:
+    if currently_in_test_context():
+        event(text)
+
+
 def check_default_plan(arm: dict) -> None:
     """The whole user path: default plan (method auto), default verification, the 0.1 mm target."""
     meta = arm["meta"]
-    note(f"{arm['name']}: joints {meta['joint_kinds']}, gravity {meta['gravity']}, reference {arm['reference']}")
+    _note(f"{arm['name']}: joints {meta['joint_kinds']}, gravity {meta['gravity']}, reference {arm['reference']}")
     if STATS:  # the arm first, so that one that never returns can be replayed on its own
         with open(STATS, "a") as f:
             f.write(json.dumps({"arm": arm}) + "\n")
@@ -75,16 +89,16 @@ def check_default_plan(arm: dict) -> None:
         raise
     error_mm = result.verification.cases["feedforward_pd"].max_mm
     choice = getattr(result, "method_choice", {}) or {}
-    event(f"{meta['kind']}: {choice.get('chosen', result.trajectory.method)}")
-    note(f"method {result.trajectory.method}, {choice.get('reason')}; PD-verified tool error {error_mm:.3g} mm")
+    _event(f"{meta['kind']}: {choice.get('chosen', result.trajectory.method)}")
+    _note(f"method {result.trajectory.method}, {choice.get('reason')}; PD-verified tool error {error_mm:.3g} mm")
     if STATS:
         with open(STATS, "a") as f:
             f.write(json.dumps({**meta, "method": result.trajectory.method, "reason": choice.get("reason"),
                                 "attempts": len(choice.get("attempts", [])), "pd_mm": error_mm,
                                 "time_s": time.perf_counter() - tic}) + "\n")
     if error_mm >= TOOL_ERROR_MM and _no_exact_inverse(result):
-        event(f"{meta['kind']}: no exact inverse (confirmed), penalty plan")
-        note(f"the path crosses a singularity of the inverse: {result.trajectory.stats['decoupling']['summary']}")
+        _event(f"{meta['kind']}: no exact inverse (confirmed), penalty plan")
+        _note(f"the path crosses a singularity of the inverse: {result.trajectory.stats['decoupling']['summary']}")
         return
     assert SURVEY or error_mm < TOOL_ERROR_MM
 
@@ -111,37 +125,49 @@ def _no_exact_inverse(result) -> bool:
     return True
 
 
-@settings(derandomize=True, max_examples=4, database=None, **SLOW)
-@given(arm=arms(kinds=("planar2", "spatial3")))
-def test_default_plan_on_random_arms(arm):
+# The tests plan arms drawn beforehand (random_arms.drawn_arms: a function of the seed, the strategies
+# and the hypothesis version), one test case per arm, so a failure names its arm and the others still
+# run. Measured results: README and results/README.md.
+SEED = 20261126
+
+
+@functools.cache
+def _drawn(n: int, kinds: tuple[str, ...], seed: int) -> list[dict]:
+    return drawn_arms(n, kinds, seed)
+
+
+def _check_drawn(arm: dict) -> None:
+    try:
+        check_default_plan(arm)
+    except BaseException:
+        print(f"the arm (save it under tests/data to replay it):\n{json.dumps(arm, indent=1, default=float)}")
+        raise
+
+
+@pytest.mark.parametrize("k", range(4), ids=lambda k: f"arm{k}")
+def test_default_plan_on_random_arms(k):
     """The default suite's sample: arms without passive joints (minimum phase by construction, BDF,
-    2-6 s each). Arms with a passive joint are often non-minimum phase, and their non-causal NLP
-    takes 10-100 s each on a shared 2-core machine: they run in the slow test below, and one
+    1-6 s each). Arms with a passive joint are often non-minimum phase, and their non-causal NLP
+    takes 10-100 s each on a shared 2-core machine: they run in the slow tests below, and one
     (recorded when the default was BDF) in the replay of the failures."""
-    check_default_plan(arm)
-
-
-# The slow draws below have a fixed seed: with derandomize alone the seed is a hash of the test's
-# source, so editing a docstring would draw other arms. Measured results: README and results/README.md.
-@pytest.mark.slow
-@seed(20261126)
-@settings(derandomize=True, max_examples=30, database=None, phases=NO_SHRINK, **SLOW)
-@given(arm=arms())
-def test_default_plan_on_many_random_arms(arm):
-    """All kinds. Minimum-phase arms take 1-10 s each; non-minimum-phase ones (about a third of the
-    arms with a passive joint) go through the non-causal NLP, 2 s to 4 min each on a shared 2-core
-    machine (up to two NLP attempts of up to 120 s). Shrinking a failure would take hours, so a
-    failing arm is reported as drawn; FFOPT_ARM_STATS=FILE shows the arms as they go."""
-    check_default_plan(arm)
+    _check_drawn(_drawn(4, ("planar2", "spatial3"), SEED)[k])
 
 
 @pytest.mark.slow
-@seed(20261126)
-@settings(derandomize=True, max_examples=8, database=None, phases=NO_SHRINK, **SLOW)
-@given(arm=arms(kinds=("planar2_passive",)))
-def test_default_plan_on_random_two_link_arms_with_a_passive_joint(arm):
-    """E1-like arms (one actuated joint, one tool coordinate), which a draw of all kinds may not reach."""
-    check_default_plan(arm)
+@pytest.mark.parametrize("k", range(30), ids=lambda k: f"arm{k:02d}")
+def test_default_plan_on_many_random_arms(k):
+    """All kinds in turn. Minimum-phase arms take 0.1-10 s each; non-minimum-phase ones (about a
+    third of the arms with a passive joint) go through the non-causal NLP, 2 s to 4 min each on a
+    shared 2-core machine (up to two NLP attempts of up to 120 s). FFOPT_ARM_STATS=FILE shows the
+    arms as they go."""
+    _check_drawn(_drawn(30, KINDS, SEED)[k])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("k", range(8), ids=lambda k: f"arm{k}")
+def test_default_plan_on_random_two_link_arms_with_a_passive_joint(k):
+    """E1-like arms (one actuated joint, one tool coordinate), from a draw of their own."""
+    _check_drawn(_drawn(8, ("planar2_passive",), SEED + 1)[k])
 
 
 def _replay_settings() -> settings:
@@ -167,3 +193,21 @@ def test_the_recorded_arms_are_replayed():
     recorded = list(DirectoryBasedExampleDatabase(DATABASE).fetch(key))
     assert recorded, "no recorded arms under the replay test's key: re-record them (see the module docstring)"
     assert all(choices_from_bytes(value) for value in recorded)
+
+
+def test_the_slow_draws_do_not_depend_on_what_the_process_loaded():
+    """drawn_arms in a fresh interpreter (ffopt barely imported) and here (every ffopt module imported):
+    the same arms. Hypothesis's literals from loaded local modules used to change them."""
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.path.insert(0, 'tests'); from random_arms import drawn_arms; "
+            "print(repr(drawn_arms(4, ('planar2', 'spatial3'), 7)))")
+    import importlib
+    import pkgutil
+
+    for mod in pkgutil.walk_packages(ffopt.__path__, "ffopt."):  # every literal of ffopt in reach
+        importlib.import_module(mod.name)
+    fresh = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                           cwd=Path(__file__).resolve().parents[1]).stdout.strip()
+    assert fresh == repr(drawn_arms(4, ("planar2", "spatial3"), 7))

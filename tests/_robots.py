@@ -137,22 +137,21 @@ def pinocchio_terms(model, T, q, v):
     return T.T @ M @ T, T.T @ c, T.T @ g
 
 
-def pinocchio_decoupling(chain, tool_origin, outputs, qa):
+def pinocchio_decoupling(flexible_model, qa):
     """The decoupling matrix of ffopt.analysis.decoupling for an arm of direct drives and elastic gears
     (no rotor coupling), from Pinocchio: J_y (M + diag J_m of the direct drives)^-1 S C, y the tool
-    coordinates ``outputs`` (x, y, z), S the columns of the actuated joints, C = diag(1 for a direct
-    drive: y'' = J M^-1 u + ...; d_j / J_m,j for a damped gear: y''' = J M^-1 d_j u_j / J_m,j + ...;
-    k_j / J_m,j for an undamped one, at the fourth derivative)."""
-    model, T = pinocchio_model(chain)
+    coordinates of the model's outputs (x, y, z), S the columns of the actuated joints, C = diag(1 for
+    a direct drive: y'' = J M^-1 u + ...; d_j / J_m,j for a damped gear: y''' = J M^-1 d_j u_j / J_m,j
+    + ...; k_j / J_m,j for an undamped one, at the fourth derivative)."""
+    chain = flexible_model.chain
     n_link = chain.n_joints
+    model, T = pinocchio_model(chain)
     T = T[:, :n_link]
-    last = model.njoints - 1
-    frame = model.addFrame(pin.Frame("tool", last, 0, pin.SE3(np.eye(3), np.asarray(tool_origin, float)),
+    qa = np.asarray(qa, float)
+    M, _, _ = pinocchio_terms(model, T, qa, np.zeros(n_link))
+    frame = model.addFrame(pin.Frame("tool", model.njoints - 1, 0, pin.SE3(np.eye(3), np.asarray(chain.tool_origin)),
                                      pin.FrameType.OP_FRAME))
-    data = model.createData()
-    qp = T @ np.asarray(qa, float)
-    M = pin.crba(model, data, qp)
-    M = T.T @ (np.triu(M) + np.triu(M, 1).T) @ T
+    J = pin.computeFrameJacobian(model, model.createData(), T @ qa, frame, pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)
     act = [i for i, j in enumerate(chain.joints) if j.kind != "passive"]
     coef = []
     for i in act:
@@ -162,6 +161,5 @@ def pinocchio_decoupling(chain, tool_origin, outputs, qa):
             coef.append(1.0)
         else:
             coef.append((jt.damping if jt.damping > 0 else jt.stiffness) / jt.motor_inertia)
-    J = pin.computeFrameJacobian(model, data, qp, frame, pin.ReferenceFrame.LOCAL_WORLD_ALIGNED)[:3] @ T
-    rows = [{"x": 0, "y": 1, "z": 2}[o] for o in outputs]
-    return J[rows] @ np.linalg.solve(M, np.eye(n_link)[:, act]) @ np.diag(coef)
+    rows = [{"x": 0, "y": 1, "z": 2}[o] for o in flexible_model.outputs]
+    return (J[:3] @ T)[rows] @ np.linalg.solve(M, np.eye(n_link)[:, act]) @ np.diag(coef)

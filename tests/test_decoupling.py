@@ -28,8 +28,7 @@ def _arm():
 
 
 def _pin_decoupling(problem, qa):
-    chain = problem.model.chain
-    return pinocchio_decoupling(chain, chain.tool_origin, problem.model.outputs, qa)
+    return pinocchio_decoupling(problem.model, qa)
 
 
 def test_the_decoupling_matrix_of_a_passive_elbow_arm_matches_pinocchio():

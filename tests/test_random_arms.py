@@ -116,8 +116,7 @@ def _no_exact_inverse(result) -> bool:
         return False
     model, tr = result.problem.model, result.trajectory
     n_link = model.layout.n_link
-    det = [np.linalg.det(pinocchio_decoupling(model.chain, model.chain.tool_origin, model.outputs, q[:n_link]))
-           for q in tr.q]
+    det = [np.linalg.det(pinocchio_decoupling(model, q[:n_link])) for q in tr.q]
     flips = tr.t[np.flatnonzero(np.sign(det[1:]) != np.sign(det[:-1])) + 1]
     assert flips.size and abs(flips[0] - dec["singular_times_s"][0]) < 5e-3, (
         f"ffopt reports a singular decoupling matrix at {dec['singular_times_s']} s; Pinocchio's det J M^-1 S "

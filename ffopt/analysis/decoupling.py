@@ -51,18 +51,16 @@ class DecouplingReport:
     times: np.ndarray
     relative_degree: list[int]
     sigma_min_ratio: np.ndarray  # sigma_min(A(t)) / sigma_min(A(t_0))
-    det_sign: np.ndarray | None  # sign of det A(t) (square A), else None
+    det_sign: np.ndarray  # sign of det A(t) (A is square: a FlexibleModel has as many outputs as inputs)
     output_names: list[str]
-    by: str = "outputs"  # outputs: relative degree per output; inputs: per input (dynamic extension)
-    degree_names: list[str] | None = None  # what relative_degree is listed by (outputs or inputs)
+    by: str  # outputs: relative degree per output; inputs: per input (dynamic extension)
+    degree_names: list[str]  # what relative_degree is listed by (the outputs or the inputs)
 
     @property
     def singular_times(self) -> np.ndarray:
         """Times where A is singular: a sign change of det A (the later sample) or a tiny sigma_min."""
         bad = self.sigma_min_ratio < SINGULAR_RTOL
-        if self.det_sign is not None:
-            flips = np.flatnonzero(self.det_sign[1:] * self.det_sign[:-1] < 0) + 1
-            bad[flips] = True
+        bad[np.flatnonzero(self.det_sign[1:] * self.det_sign[:-1] < 0) + 1] = True
         return self.times[bad]
 
     @property
@@ -70,7 +68,7 @@ class DecouplingReport:
         return self.singular_times.size > 0
 
     def summary(self) -> str:
-        r = ", ".join(f"{n}: {k}" for n, k in zip(self.degree_names or self.output_names, self.relative_degree))
+        r = ", ".join(f"{n}: {k}" for n, k in zip(self.degree_names, self.relative_degree))
         r = f"relative degrees {r}" if self.by == "outputs" else \
             f"degrees by input {r}, earlier inputs differentiated to the highest (dynamic extension)"
         if not self.singular:
@@ -121,24 +119,23 @@ def decoupling_function(model: FlexibleModel, r: list[int], by: str = "outputs")
 
 def decoupling_along(model: FlexibleModel, times: np.ndarray, states: np.ndarray) -> DecouplingReport:
     """The decoupling matrix at each row of ``states`` (x = [q; v; z], as ``model.plant_rhs``): by the
-    relative degree of each output where that is regular at the first state, else (square plants)
-    by the degree of each input (a dynamic extension); ValueError if neither is regular there."""
+    relative degree of each output where that is regular at the first state, else by the degree of
+    each input (a dynamic extension); ValueError if neither is regular there."""
     states = np.atleast_2d(np.asarray(states, float))
     L = model.layout
     A_, B_, C_ = plant_state_space(model, linearize(model, states[0, : L.nq], states[0, L.nq: 2 * L.nq]))[:3]
-    candidates = [("outputs", relative_degree(A_, B_, C_)[0])]
-    if len(model.outputs) == L.n_u:
-        candidates.append(("inputs", relative_degree(A_.T, C_.T, B_.T)[0]))  # c A^(k-1) b_j, per column
+    candidates = [("outputs", relative_degree(A_, B_, C_)[0]),
+                  ("inputs", relative_degree(A_.T, C_.T, B_.T)[0])]  # c A^(k-1) b_j, per column
     for by, r in candidates:
         if r is None:
             continue
         r = [int(k) for k in r]
         A = np.array(decoupling_function(model, r, by).map(len(states))(states.T))
-        mats = A.reshape(len(model.outputs), len(states), L.n_u).transpose(1, 0, 2)
+        mats = A.reshape(L.n_u, len(states), L.n_u).transpose(1, 0, 2)
         svd = np.array([np.linalg.svd(m, compute_uv=False) for m in mats])
         if svd[0].min() > REGULAR_AT_START_RTOL * svd[0].max():
             sigma = svd.min(axis=1)
-            det_sign = np.sign([np.linalg.det(m) for m in mats]) if len(model.outputs) == L.n_u else None
+            det_sign = np.sign(np.linalg.det(mats))
             names = list(model.outputs) if by == "outputs" else [f"u_{model.chain.joints[i].name}" for i in L.actuated]
             return DecouplingReport(np.asarray(times, float), r, sigma / sigma[0], det_sign, list(model.outputs),
                                     by, names)

@@ -255,6 +255,12 @@ class ZeroDynamicsReport:
         unstable = self.unstable_zeros(rtol)
         return min(unstable, key=lambda zt: zt[0].real) if unstable else None
 
+    def fastest_unstable_zero(self, rtol: float = 1e-8) -> tuple[complex, float] | None:
+        """(zero, path time) of the unstable zero with the LARGEST real part over the path (the one a
+        collocation grid resolves worst), or None."""
+        unstable = self.unstable_zeros(rtol)
+        return max(unstable, key=lambda zt: zt[0].real) if unstable else None
+
     def summary(self) -> str:
         verdict = "minimum phase" if self.minimum_phase else "NON-MINIMUM PHASE"
         n = len(self.zeros[0]) if self.zeros else 0

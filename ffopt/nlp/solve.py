@@ -81,7 +81,8 @@ def choose_strategy(model: FlexibleModel, reference, settings: NlpSettings, qa_g
         info["minimum_phase"] = bool(rep.minimum_phase)
         if not rep.minimum_phase:
             rate = pre_actuation_rate(rep)
-            info["fastest_unstable_zero"] = float(max((z.real for z, _ in rep.unstable_zeros()), default=0.0))
+            fastest = rep.fastest_unstable_zero()
+            info["fastest_unstable_zero"] = float(fastest[0].real) if fastest else 0.0
     except (ImportError, FfoptError, np.linalg.LinAlgError) as err:  # analysis unavailable / failed
         info["zero_dynamics"] = f"not available ({err})"
     if strategy == "auto":

@@ -3,7 +3,9 @@
 ``kind`` selects the schema; keys of another kind are refused with the kind they belong to, typos
 get a did-you-mean. Tool positions are in mm (``*_mm``), orientation and joint angles in degrees
 (``*_deg``) or radians (``*_rad``), times in s. Every kind shares ``time_law`` (any name of
-``ffopt.reference.TIME_LAWS``), ``rest_before``, ``rest_after`` and ``joint_guess``.
+``ffopt.reference.TIME_LAWS``), ``rest_before``, ``rest_after`` and ``joint_guess``, and ``time_law_shape``: shaping terms added to a polynomial
+``time_law`` (``ffopt.reference.time_laws.shaped_time_law``; durations derived from speed or
+acceleration limits use the base law, so the shape changes the timing inside a move, not its length).
 
 =============  ===============================================================================
 kind           path
@@ -47,7 +49,7 @@ from ffopt.reference.paths import (
     duration_for_speed,
 )
 from ffopt.reference.prefilter import DEFAULT_SETTLE_TOLERANCE, RAW_KINDS, Butterworth, ptp_profile, step_profile
-from ffopt.reference.time_laws import TIME_LAWS
+from ffopt.reference.time_laws import TIME_LAWS, TimeLaw, shaped_time_law
 
 KINDS = ("line", "polyline", "arc", "joint_ptp", "prefilter")
 # Default prefilter order: the smallest that gives a continuous motor torque, + PREFILTER_MARGIN.
@@ -60,6 +62,11 @@ _COMMON = {
     "time_law": Field("str", default="poly11", choices=tuple(TIME_LAWS),
                       doc="rest-to-rest time law s(tau) of every move: polynomials with 2 (quintic) to 9 (poly19) "
                           "zero derivatives at the rests (poly11: 5), or cinf (all zero)"),
+    "time_law_shape": Field("floats", default=(),
+                            doc="shaping coefficients c_i added to the polynomial time_law: s = base + sum_i c_i "
+                                "phi_i, phi_i = (4 tau (1 - tau))^(n+1) P_(i-1)(2 tau - 1) (n zero derivatives of the "
+                                "base, P Legendre): keeps the rests' smoothness; s must stay monotone. Found by "
+                                "ffopt.dae.rest_to_rest.shape_for_rest so the arm ends at rest; default none"),
     "rest_before": Field("float", default=0.05, check=non_negative, unit="s", doc="rest before the motion (s)"),
     "rest_after": Field("float", default=0.3, check=non_negative, unit="s", doc="rest after the motion (s)"),
     "joint_guess": Field("vector", unit="rad",
@@ -111,7 +118,7 @@ SCHEMAS: dict[str, dict[str, Field]] = {
                                                    doc="acceleration_max_deg_s2 in rad/s^2"),
                   "synchronized": Field("bool", default=True,
                                         doc="every joint takes the longest joint's time (else each its own)")},
-    "prefilter": {**{k: f for k, f in _COMMON.items() if k != "time_law"}, **_ORIENTATION,
+    "prefilter": {**{k: f for k, f in _COMMON.items() if k not in ("time_law", "time_law_shape")}, **_ORIENTATION,
                   "raw": Field("str", required=True, choices=RAW_KINDS,
                                doc="raw move: a step at rest_before, or ptp (trapezoidal speed: piecewise-"
                                    "constant acceleration within the speed and acceleration limits)"),
@@ -174,6 +181,12 @@ class ReferenceSpec:
     joint_guess: np.ndarray | None
     params: dict = field(default_factory=dict)
     angle_centres: dict = field(default_factory=dict)  # branch centres of yaw/roll outputs (rad)
+    time_law_shape: tuple[float, ...] = ()  # shaping coefficients added to the polynomial time_law
+
+    @property
+    def law(self) -> TimeLaw:
+        """The time law the path moves by: ``time_law`` with the ``time_law_shape`` terms (if any)."""
+        return shaped_time_law(self.time_law, self.time_law_shape)
 
     @property
     def start(self) -> np.ndarray | None:
@@ -219,6 +232,12 @@ def parse_reference(v: Validator, raw: dict, outputs, chain: Chain) -> Reference
     r = v.table(raw, schema, "reference")
     out = _Outputs(outputs)
     law = TIME_LAWS.get(r.get("time_law"))
+    shape = tuple(r.get("time_law_shape") or ())
+    if shape:
+        try:
+            shaped_time_law(law, shape)
+        except ProblemError as err:
+            v.fail("reference.time_law_shape", str(err).split(": ", 1)[1])
     try:
         parsed = _PARSERS[kind](v, r, out, law, chain)
     except ProblemError as err:  # geometry checks of ffopt.reference name the field but not the file
@@ -232,7 +251,7 @@ def parse_reference(v: Validator, raw: dict, outputs, chain: Chain) -> Reference
         v.fail("reference.joint_guess", f"expected {chain.n_joints} link-side angles (one per joint, "
                f"{', '.join(j.name for j in chain.joints)}), got {len(guess)}")
     return ReferenceSpec(kind, duration, r.get("time_law", kind), r["rest_before"], r["rest_after"], guess, params,
-                         _angle_centres(v, out, params))
+                         _angle_centres(v, out, params), shape)
 
 
 # ------------------------------------------------------------------------------------- kinds

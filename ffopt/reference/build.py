@@ -31,7 +31,9 @@ def rigid_forward_kinematics(model: FlexibleModel, which: str = "output") -> ca.
 
 def reference_from_spec(spec, model: FlexibleModel) -> Reference:
     names = list(model.outputs)
-    common = dict(time_law=spec.time_law, rest_before=spec.rest_before, rest_after=spec.rest_after)
+    if spec.kind == "prefilter":  # no time law: the filter shapes the raw move
+        return _prefiltered(spec, model, names)
+    common = dict(time_law=spec.law, rest_before=spec.rest_before, rest_after=spec.rest_after)
     p = spec.params
     if spec.kind == "line":
         return line(p["start"], p["end"], spec.duration, names=names, **common)
@@ -47,8 +49,6 @@ def reference_from_spec(spec, model: FlexibleModel) -> Reference:
                         joint_names=act, **common)
         ref.tool_path = ref.joint.map(rigid_forward_kinematics(model, "tool"), names=["x", "y", "z"])
         return ref
-    if spec.kind == "prefilter":
-        return _prefiltered(spec, model, names)
     raise ValueError(f"unknown reference kind {spec.kind!r}")
 
 

@@ -34,13 +34,23 @@ converge with order k (or are exact) for every law. Measured on a closed-form el
 the shipped problems in ``results/convergence.md``; smoother laws have larger peaks of the higher
 derivatives (E12's peak torque: ``cinf`` 1.6x, ``poly19`` 6x that of ``poly11``), which is why
 ``poly11`` stays the default.
+
+Shaped laws. ``shaped_time_law(base, shape)`` adds shaping terms to a polynomial base law,
+s(tau) = base(tau) + sum_i c_i phi_i(tau), phi_i(tau) = (4 tau (1 - tau))^(n+1) P_(i-1)(2 tau - 1)
+(P_k the Legendre polynomials, n the base's ``n_zero_derivs``): every phi_i vanishes with its
+derivatives 1..n at both ends, and |phi_i| <= 1, so the shaped law keeps s(0) = 0, s(1) = 1 and the
+base's rest smoothness for any c, and stays an ordinary ``TimeLaw`` (degree 2n + 1 + len(c), its
+Bernstein coefficients converted from the exact rational coefficients: the ends are exact). The
+free coefficients let a planner choose the timing inside the move, e.g. so that the internal
+(zero) dynamics of a flexible arm come to rest with the tool (``ffopt.dae.rest_to_rest``). A
+shaped law must stay monotone (s' >= 0): ``check_monotone``.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property, lru_cache
 from math import comb, factorial
@@ -58,6 +68,10 @@ __all__ = [
     "rest_to_rest_coefficients_exact",
     "make_time_law",
     "get_time_law",
+    "shaped_time_law",
+    "shape_basis",
+    "check_monotone",
+    "monotonicity_margin",
 ]
 
 
@@ -120,6 +134,8 @@ class TimeLaw:
     name: str
     coefficients: tuple[float, ...]
     n_zero_derivs: int
+    # the exact rational coefficients, if known (a shaped law): the Bernstein form is converted from them
+    exact_coefficients: tuple[Fraction, ...] = field(default=(), repr=False, compare=False)
 
     @property
     def degree(self) -> int:
@@ -143,7 +159,7 @@ class TimeLaw:
         inverse dynamics amplifies that noise by 1/h^2 or more.
         """
         m = self.degree
-        c = [Fraction(x) for x in self.coefficients]
+        c = list(self.exact_coefficients) or [Fraction(x) for x in self.coefficients]
         return tuple(float(sum(Fraction(comb(j, i), comb(m, i)) * c[i] for i in range(j + 1)))
                      for j in range(m + 1))
 
@@ -186,6 +202,94 @@ class TimeLaw:
 def make_time_law(n_zero_derivs: int, name: str | None = None) -> TimeLaw:
     coeffs = tuple(float(c) for c in rest_to_rest_coefficients_exact(n_zero_derivs))
     return TimeLaw(name or f"rest_to_rest_{n_zero_derivs}", coeffs, int(n_zero_derivs))
+
+
+def _poly_mul(a: list[Fraction], b: list[Fraction]) -> list[Fraction]:
+    out = [Fraction(0)] * (len(a) + len(b) - 1)
+    for i, x in enumerate(a):
+        for j, y in enumerate(b):
+            out[i + j] += x * y
+    return out
+
+
+def _legendre_in_tau(k: int) -> list[Fraction]:
+    """Ascending exact coefficients in tau of P_k(2 tau - 1) (Bonnet's recurrence)."""
+    x = [Fraction(-1), Fraction(2)]
+    p_prev, p = [Fraction(1)], x
+    if k == 0:
+        return p_prev
+    for j in range(1, k):  # (j + 1) P_(j+1) = (2j + 1) x P_j - j P_(j-1)
+        a = [Fraction(2 * j + 1, j + 1) * c for c in _poly_mul(x, p)]
+        b = [Fraction(j, j + 1) * c for c in p_prev] + [Fraction(0)] * (len(a) - len(p_prev))
+        p_prev, p = p, [u - v for u, v in zip(a, b)]
+    return p
+
+
+@lru_cache(maxsize=None)
+def shape_basis(n_zero_derivs: int, i: int) -> tuple[Fraction, ...]:
+    """Exact ascending coefficients of phi_i(tau) = (4 tau (1 - tau))^(n+1) P_(i-1)(2 tau - 1), i >= 1.
+
+    phi_i and its derivatives 1..n vanish at tau = 0 and 1; max |phi_i| = 1 on [0, 1]."""
+    w = [Fraction(1)]
+    for _ in range(n_zero_derivs + 1):
+        w = _poly_mul(w, [Fraction(0), Fraction(4), Fraction(-4)])
+    return tuple(_poly_mul(w, _legendre_in_tau(i - 1)))
+
+
+def shaped_time_law(base, shape, field: str = "reference.time_law_shape") -> TimeLaw:
+    """base(tau) + sum_i shape[i-1] phi_i(tau) as a TimeLaw named e.g. ``poly11+shape6``.
+
+    ``base``: a polynomial law (name or TimeLaw); an empty shape returns the base itself. Raises
+    ProblemError naming ``field`` for a non-polynomial base, non-finite coefficients or a law that
+    is not monotone (``check_monotone``)."""
+    law = get_time_law(base)
+    c = [float(x) for x in np.atleast_1d(np.asarray(shape, dtype=float))] if shape is not None else []
+    if not c:
+        return law
+    if not isinstance(law, TimeLaw):
+        raise ProblemError(f"{field}: shaping terms need a polynomial time law, not {law.name!r} (use e.g. poly11)")
+    if not all(math.isfinite(x) for x in c):
+        raise ProblemError(f"{field}: expected finite numbers, got {c}")
+    n = law.n_zero_derivs
+    exact = list(law.exact_coefficients) or [Fraction(x) for x in law.coefficients]
+    exact += [Fraction(0)] * (2 * n + 2 + len(c) - len(exact))
+    for i, ci in enumerate(c, start=1):
+        for j, b in enumerate(shape_basis(n, i)):
+            exact[j] += Fraction(ci) * b
+    shaped = TimeLaw(f"{law.name}+shape{len(c)}", tuple(float(x) for x in exact), n, tuple(exact))
+    check_monotone(shaped, field)
+    return shaped
+
+
+def monotonicity_margin(law: TimeLaw, n_grid: int = 2001) -> tuple[np.ndarray, np.ndarray]:
+    """(tau, g(tau)) on a grid of [0, 1] with s'(tau) = tau^n (1 - tau)^n g(tau), n = n_zero_derivs.
+
+    Dividing out the zeros at the ends makes g O(1) there: s' >= 0 exactly where g >= 0, also
+    next to the ends, where s' itself is ~tau^n and a plain grid check would miss a sign change.
+    Bernstein form: g has the coefficients m (b_(j+n+1) - b_(j+n)) C(m-1, j+n) / C(r, j), r = m-1-2n."""
+    m, n = law.degree, law.n_zero_derivs
+    r = m - 1 - 2 * n
+    d = np.diff(np.array(law.bernstein_coefficients)) * m
+    e = np.array([d[j + n] * comb(m - 1, j + n) / comb(r, j) for j in range(r + 1)])
+    tau = np.linspace(0.0, 1.0, n_grid)
+    j = np.arange(r + 1)
+    binom = np.array([comb(r, i) for i in j], dtype=float)
+    basis = binom * tau[:, None] ** j * (1.0 - tau[:, None]) ** (r - j)
+    return tau, basis @ e
+
+
+def check_monotone(law: TimeLaw, field: str = "reference.time_law_shape") -> None:
+    """ProblemError naming ``field`` and the interval where s'(tau) < 0."""
+    tau, g = monotonicity_margin(law)
+    bad = g < 0.0
+    if not bad.any():
+        return
+    lo, hi = tau[bad].min(), tau[bad].max()
+    slope = law(tau, 1)
+    i = int(np.argmin(np.where(bad, slope, np.inf)))
+    raise ProblemError(f"{field}: the shaped time law {law.name} is not monotone: s'(tau) < 0 for tau in "
+                       f"[{lo:.4g}, {hi:.4g}] (s' = {float(law(tau[i], 1)):.3g} at tau = {tau[i]:.4g}); the tool "
+                       "would move backwards along the path: use smaller shaping coefficients")
 
 
 # exp(-c / x) < exp(-700) ~ 1e-304 below x = c / 700: taken as 0 there, so the expression and

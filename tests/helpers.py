@@ -70,3 +70,20 @@ def assert_structured_derivatives_match_ad(nlp, seed: int) -> None:
     lag = sigma * nlp.f + ca.dot(ca.DM(lam), nlp.g)
     H_ad = ca.Function("H", [nlp.w], [ca.tril(ca.hessian(lag, nlp.w)[0])])(w).sparse()
     assert abs(H - H_ad).max() <= 1e-10 * abs(H_ad).max()
+
+
+def c_compiler_or_skip() -> str:
+    """Path of the C compiler that ffopt's compiled BDF uses ($CC, default gcc: ffopt.dae.bdf._compiler);
+    the calling test is skipped only if that compiler is not on PATH. With a compiler there, a failed
+    compile is a failure of the test (run the solve with RuntimeWarnings as errors: the fallback to
+    CasADi's virtual machine warns)."""
+    import shutil
+
+    import pytest
+
+    from ffopt.dae import bdf
+
+    cc = shutil.which(bdf._compiler())
+    if cc is None:
+        pytest.skip(f"no C compiler {bdf._compiler()!r} on PATH ($CC)")
+    return cc

@@ -8,13 +8,14 @@ import json
 import subprocess
 import sys
 import tomllib
+import warnings
 from dataclasses import replace
 from pathlib import Path
 
 import casadi as ca
 import numpy as np
 import pytest
-from helpers import toml_text
+from helpers import c_compiler_or_skip, toml_text
 
 from ffopt import cache
 from ffopt.cli.main import main
@@ -48,30 +49,46 @@ def empty_cache(tmp_path, monkeypatch):
     return tmp_path
 
 
-def test_compiled_step_serves_every_path_and_never_another_model(empty_cache):
+def _count_calls(monkeypatch, name) -> list:
+    """Count the calls of bdf.<name> from now on (_compile_to: libraries compiled; _build_functions:
+    step functions built symbolically)."""
+    calls, original = [], getattr(bdf, name)
+    monkeypatch.setattr(bdf, name, lambda *a, **k: calls.append(a) or original(*a, **k))
+    return calls
+
+
+@pytest.mark.filterwarnings("error::RuntimeWarning")  # a failed compile (VM fallback) fails the test
+def test_compiled_step_serves_every_path_and_never_another_model(empty_cache, monkeypatch):
+    c_compiler_or_skip()
+    compiles, builds = _count_calls(monkeypatch, "_compile_to"), _count_calls(monkeypatch, "_build_functions")
     base = _e1()
     first = _solve(base)
-    if not first.stats["compiled"]:
-        pytest.skip("no working C compiler")
+    assert first.stats["compiled"] and len(compiles) == 1
     (library,) = empty_cache.glob("bdf_*.so")
     # another path (20 mm further): the same library, other torques, those of the VM
     path = _e1(end_mm=[1534.0])
     moved = _solve(path)
-    assert list(empty_cache.glob("bdf_*.so")) == [library]
+    assert list(empty_cache.glob("bdf_*.so")) == [library] and len(compiles) == 1
+    # 10 %: the move is 120 mm instead of 100 mm in the same time (the inertial torques scale with it, +20 %);
+    # regression value measured on 2026-11-27: max |du| = 22 % of the peak
     assert np.abs(moved.u - first.u).max() > 0.1 * np.abs(first.u).max()
     np.testing.assert_array_equal(moved.u, _solve(path, compile=False).u)
     # another model (the passive joint 10 % stiffer): a new library, other torques, those of the VM
     j2 = replace(base.chain.joints[1], stiffness=1.1 * base.chain.joints[1].stiffness)
     stiffer = base.with_chain(replace(base.chain, joints=(base.chain.joints[0], j2)))
     changed = _solve(stiffer)
-    assert len(list(empty_cache.glob("bdf_*.so"))) == 2
+    assert len(list(empty_cache.glob("bdf_*.so"))) == 2 and len(compiles) == 2
+    # 1e-6: far above the roundoff of the torques, far below what 10 % stiffness moves (regression
+    # value measured on 2026-11-27: max |du| = 54 % of the peak)
     assert np.abs(changed.u - first.u).max() > 1e-6 * np.abs(first.u).max()
     np.testing.assert_array_equal(changed.u, _solve(stiffer, compile=False).u)
     # ... and the first model still gets its own torques (from memory, then from disk alone)
     np.testing.assert_array_equal(_solve(base).u, first.u)
     bdf._MEMORY_CACHE.clear()
+    n_built = len(builds)
     again = _solve(_e1())  # a new model object: only the disk cache is left
-    assert again.stats["time_build_s"] < 0.5 * first.stats["time_build_s"]  # loaded, not compiled
+    # loaded from disk: neither built symbolically nor compiled again
+    assert again.stats["compiled"] and (len(builds), len(compiles)) == (n_built, 2)
     np.testing.assert_array_equal(again.u, first.u)
 
 
@@ -96,12 +113,18 @@ def test_bdf_with_step_inputs_and_extra_outputs_matches_the_plain_solve():
     h, n = 0.01, 120
     ts = h * np.arange(n + 1)
     for compile in (False, True):
-        a = bdf.solve_bdf(plain, [0.0, 1.0], 0.0, h, n, 3, compile=compile)
-        b = bdf.solve_bdf(with_data, [0.0, 1.0], 0.0, h, n, 3, compile=compile, inputs=np.sin(ts)[:, None],
-                          extra=extra)
+        if compile:
+            c_compiler_or_skip()  # after the VM case has run
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)  # a failed compile (VM fallback) fails the test
+            a = bdf.solve_bdf(plain, [0.0, 1.0], 0.0, h, n, 3, compile=compile)
+            b = bdf.solve_bdf(with_data, [0.0, 1.0], 0.0, h, n, 3, compile=compile, inputs=np.sin(ts)[:, None],
+                              extra=extra)
+        # 1e-14: sin t computed inside F or passed as data (the same libm value): the same x up to
+        # roundoff of |x| <= 1 (a few ulps); extra: the same products evaluated in the same code, exact
         np.testing.assert_allclose(b.x, a.x, rtol=0, atol=1e-14)
         np.testing.assert_allclose(b.extra, np.column_stack([b.x[:, 0] * b.x[:, 1], b.xdot[:, 1]]), rtol=0, atol=0)
-        assert b.compiled == (compile and b.compiled)
+        assert a.compiled == b.compiled == compile
     with pytest.raises(ValueError, match="inputs"):
         bdf.solve_bdf(with_data, [0.0, 1.0], 0.0, h, n, 3, compile=False)
     with pytest.raises(ValueError, match="inputs"):

@@ -32,6 +32,7 @@ class PlanResult:
         drives = {} if not tr.electric else {"peak_voltage_V": np.abs(tr.u).max(axis=0).tolist(),
                                              "peak_current_A": np.abs(tr.current).max(axis=0).tolist()}
         return {
+            "status": "not_verified" if self.verification is None else self.verification.status,
             "problem": {"name": self.problem.name, "source": self.problem.source,
                         "description": self.problem.description,
                         "outputs": list(self.problem.outputs),

@@ -18,9 +18,10 @@ from ffopt.sweep.spec import PARAMETER_SCHEMA, SWEEP_SCHEMA
 
 REPO = Path(__file__).resolve().parents[1]
 # SI units and the edge units the key names announce, combined with spaces (products), / and ^n
-UNIT_WORDS = {"m", "kg", "s", "rad", "N", "Hz", "mm", "deg", "V", "A", "Ohm", "H"}  # H, Ohm, A, V: DC-motor electrics
+UNIT_WORDS = {"m", "kg", "s", "rad", "N", "Hz", "mm", "deg", "V", "A", "Ohm", "H", "mrad"}  # H, Ohm, A, V: DC-motor
+# electrics; mrad: the verification tolerance of angle outputs (the unit of its reported errors)
 # a key ending in one of these is given in that unit (longest suffix wins)
-SUFFIX_UNITS = {"_mm": "mm", "_deg": "deg", "_rad": "rad", "_s": "s", "_hz": "Hz", "_mm_s": "mm/s",
+SUFFIX_UNITS = {"_mm": "mm", "_mrad": "mrad", "_deg": "deg", "_rad": "rad", "_s": "s", "_hz": "Hz", "_mm_s": "mm/s",
                 "_deg_s": "deg/s", "_rad_s": "rad/s", "_deg_s2": "deg/s^2", "_rad_s2": "rad/s^2"}
 
 

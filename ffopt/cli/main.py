@@ -1,9 +1,9 @@
 """Command line: ``ffopt plan``, ``ffopt analyze``, ``ffopt bench``; ``sweep``, ``report``, ``animate`` in cli/present.py;
 ``simulate`` in cli/simulate.py.
 
-Every error is one line on stderr. Exit codes: 0 ok, 1 solver failure (SolverError,
-VerificationError), 2 bad input (ProblemError, PathError, OutputError, command-line errors),
-130 interrupted (Ctrl-C, in every stage; no partial or temporary folder is left).
+Every error is one line on stderr. Exit codes: 0 ok (a plan: verified), 1 solver failure (SolverError,
+VerificationError), 2 bad input (ProblemError, PathError, OutputError, command-line errors), 3 a plan
+written but missing its verification tolerance (during the move or after the table), 130 interrupted (Ctrl-C, in every stage; no partial or temporary folder is left).
 """
 
 from __future__ import annotations
@@ -18,13 +18,16 @@ from ffopt import __version__, interrupt
 from ffopt.errors import FfoptError, PathError, ProblemError, SolverError, VerificationError
 from ffopt.io.problem import METHODS
 
-EXIT_OK, EXIT_SOLVER, EXIT_INPUT, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_SOLVER, EXIT_INPUT, EXIT_MISSED_TOLERANCE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 EXIT_CODES_HELP = """exit codes:
-  0    ok
+  0    ok (ffopt plan: the plan is written and verified within its tolerance)
   1    solver failure: the inverse dynamics, the NLP or the verification did not succeed
   2    bad input: problem file, command-line value or output path (one line names the file,
        field or option; nothing is written)
+  3    ffopt plan / simulate: the plan is written, but the verification found the tool outside
+       [verification] tolerance_mm during the move or after the table (the line "MISSED
+       TOLERANCE" names the case, the time and the likely cause; summary.json: status)
   130  interrupted (Ctrl-C) in any stage; no partial or temporary folder is left
 """
 
@@ -126,7 +129,13 @@ def cmd_plan(args) -> int:
     out = result.save(args.out, plots=not args.no_plots, force=args.force)
     say(f"wrote {out}")
     print(summary_text(result))
-    return EXIT_OK
+    return plan_exit_code(result.verification)
+
+
+def plan_exit_code(verification) -> int:
+    """0 for a verified (or unverified) plan, EXIT_MISSED_TOLERANCE for one that missed its tolerance."""
+    missed = verification is not None and getattr(verification, "status", "verified") == "missed_tolerance"
+    return EXIT_MISSED_TOLERANCE if missed else EXIT_OK
 
 
 def check_plan_options(args, problem) -> None:
@@ -234,7 +243,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    """Run the command line; returns the exit code (0, 1, 2 or 130, see EXIT_CODES_HELP)."""
+    """Run the command line; returns the exit code (0, 1, 2, 3 or 130, see EXIT_CODES_HELP)."""
     with interrupt.catch_interrupts():
         try:
             args = build_parser().parse_args(argv)

@@ -189,6 +189,11 @@ SOLVER_SCHEMA = {
     "scaling_power": Field("float", default=None,
                            doc="scale the constraint rows of the BDF Newton system by (1/h)^p; default 2 for I3, "
                                "1 for I2, 0 for I1 (CLI: --scaling-power)"),
+    "end_at_rest": Field("bool", default=True,
+                         doc="where the exact-tracking plan would end with its zero dynamics still moving (a passive "
+                             "joint swinging while the tool stands still), re-plan along the same path in the same "
+                             "time with a shaped time law (reference.time_law_shape) that ends at rest; false keeps "
+                             "the exact-tracking plan of the given time law (its residual is reported)"),
 }
 
 VERIFICATION_SCHEMA = {
@@ -205,6 +210,17 @@ VERIFICATION_SCHEMA = {
     "cases": Field("str", default="default", choices=("default", "full"),
                    doc="default: the plan open loop and with the motor PD; full: also the cubic-spline torques, "
                        "rigid feedforward, PD only and the payload cases (CLI: --verify)"),
+    "settle_s": Field("float", default=None, check=non_negative, unit="s",
+                      doc="every case goes on after the table for this long with the controller holding the final "
+                          "pose (its static torque; the PD on its static motor angles); the residual vibration there "
+                          "is part of the verdict. Default: 3 periods of the held arm's slowest mode, at least 1 s, "
+                          "at most 30 s; 0: no settle window"),
+    "tolerance_mm": Field("float", default=None, check=positive, unit="mm",
+                          doc="the plan is verified when the tool stays within this distance of the path (motor PD "
+                              "case) during the move and after the table; else ffopt plan exits with code 3. Default: "
+                              "1e-4 of the arm's reach (the sum of its link lengths)"),
+    "tolerance_mrad": Field("float", default=None, check=positive, unit="mrad",
+                            doc="the same for angle outputs (tool angles, joint angles); default 0.1 mrad"),
 }
 
 NLP_SCHEMA = {
@@ -307,6 +323,7 @@ class SolverSettings:
     step: float = 1e-3
     form: str = "I1"
     scaling_power: float | None = None  # None: the form's default
+    end_at_rest: bool = True  # re-plan with a shaped time law where the exact plan would end moving
 
 
 @dataclass(frozen=True)
@@ -317,6 +334,9 @@ class VerificationSettings:
     payload_scales: tuple[float, ...] = (0.5, 2.0)
     rtol: float = 1e-9
     cases: str = "default"  # "full": with the baselines and the payload mismatch (ffopt.sim.verify)
+    settle_s: float | None = None  # after the table; None: from the held arm's slowest mode (ffopt.sim.settle)
+    tolerance_mm: float | None = None  # None: 1e-4 of the arm's reach
+    tolerance_mrad: float | None = None  # None: 0.1 mrad
 
 
 @dataclass(frozen=True)

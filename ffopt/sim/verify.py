@@ -46,6 +46,8 @@ from ffopt.io.problem import VerificationSettings
 from ffopt.models.flexible import FlexibleModel
 from ffopt.sim.baselines import pd_only, rigid_feedforward
 from ffopt.sim.plant import MotorPD, SimResult, StateFeedback, input_gains, pd_gains, simulate
+from ffopt.sim.settle import (JUDGED_CASE, Hold, SettleMetrics, Verdict, default_tolerances, hold_pose, judge,
+                              plan_end_state, settle_duration, settle_grid, settle_metrics)
 
 CASE_SETS = ("default", "full")
 DEFAULT_CASES = ("feedforward_open_loop", "feedforward_pd")
@@ -62,12 +64,16 @@ class CaseError:
     description: str
     max_mrad: float | None = None  # angle outputs (tool or joint angles), if the model has any
     rms_mrad: float | None = None
+    settle: SettleMetrics | None = None  # after the table, with the controller holding the final pose
 
     def to_dict(self) -> dict:
         d = {"max_mm": self.max_mm, "rms_mm": self.rms_mm, "start_mm": self.start_mm, "final_mm": self.final_mm,
              "peak_torque_Nm": self.peak_torque_Nm, "description": self.description}
         if self.max_mrad is not None:
             d.update(max_mrad=self.max_mrad, rms_mrad=self.rms_mrad)
+        if self.settle is not None:
+            d["settle"] = self.settle.to_dict()
+            d.update(residual_mm=self.settle.residual_mm, settling_time_s=self.settle.settling_time_s)
         return d
 
 
@@ -80,31 +86,69 @@ class VerificationReport:
     initial_state_offset: dict = field(default_factory=dict)
     skipped: dict[str, str] = field(default_factory=dict)
     case_set: str = "full"
+    settle_simulations: dict[str, SimResult] = field(default_factory=dict, repr=False)
+    settle: dict = field(default_factory=dict)  # window, how it was chosen, the hold
+    end_state: dict | None = None  # the plan's own distance from rest at its last row
+    verdict: Verdict | None = None
+
+    @property
+    def status(self) -> str:
+        """"verified" or "missed_tolerance" (the verdict's status)."""
+        return "verified" if self.verdict is None else self.verdict.status
 
     def to_dict(self) -> dict:
-        return {"case_set": self.case_set, "tool_error": {n: c.to_dict() for n, c in self.cases.items()},
+        return {"status": self.status, "verdict": None if self.verdict is None else self.verdict.to_dict(),
+                "case_set": self.case_set, "tool_error": {n: c.to_dict() for n, c in self.cases.items()},
+                "settle": self.settle, "plan_end_state": self.end_state,
                 "skipped": self.skipped, "pd_gains": self.pd_gains, "integrator": "cvodes", "rtol": self.rtol,
                 "initial_state_offset": self.initial_state_offset}
 
     def table(self) -> str:
-        angles = any(c.max_mrad is not None for c in self.cases.values())
-        lines = [f"{'case':30s} {'max [mm]':>11s} {'rms [mm]':>11s} {'start [mm]':>11s} {'final [mm]':>11s}"
-                 + (f" {'max [mrad]':>11s}" if angles else "")]
-        for c in self.cases.values():
-            lines.append(f"{c.name:30s} {c.max_mm:11.4g} {c.rms_mm:11.4g} {c.start_mm:11.4g} {c.final_mm:11.4g}"
-                         + (f" {c.max_mrad:11.4g}" if angles else ""))
-        lines += [f"{name:30s} skipped: {why}" for name, why in self.skipped.items()]
-        if self.case_set == "default":
-            lines.append("(baselines and payload mismatch: --verify full)")
-        return "\n".join(lines)
+        return "\n".join(case_table(self.cases.values()) + [f"{n:30s} skipped: {why}" for n, why in self.skipped.items()]
+                         + (["(baselines and payload mismatch: --verify full)"] if self.case_set == "default" else [])
+                         + self.rest_lines())
+
+    def rest_lines(self) -> list[str]:
+        lines = []
+        if self.settle:
+            lines.append(f"after the table: {self.settle['window_s']:.3g} s with the controller holding the final "
+                         f"pose ({self.settle['settle_s_source']})")
+        e = self.end_state
+        if e is not None:
+            lines.append("plan ends at rest" if e["at_rest"] else
+                         f"plan ends moving: {e['fastest_joint']} at {e['link_speed_max_rad_s']:.3g} rad/s, motors at "
+                         f"{e['motor_speed_max_rad_s']:.3g} rad/s, input {e['input_offset_max']:.3g} from static")
+        if self.verdict is not None:
+            lines.append(self.verdict.line())
+        return lines
+
+
+def case_table(cases) -> list[str]:
+    """The console table of verification cases: errors during the move and after the table."""
+    cases = list(cases)
+    angles = any(c.max_mrad is not None for c in cases)
+    settled = any(c.settle is not None for c in cases)
+    lines = [f"{'case':30s} {'max [mm]':>11s} {'rms [mm]':>11s} {'start [mm]':>11s} {'final [mm]':>11s}"
+             + (f" {'max [mrad]':>11s}" if angles else "")
+             + (f" {'residual[mm]':>12s} {'settled [s]':>11s}" if settled else "")]
+    for c in cases:
+        row = (f"{c.name:30s} {c.max_mm:11.4g} {c.rms_mm:11.4g} {c.start_mm:11.4g} {c.final_mm:11.4g}"
+               + (f" {c.max_mrad:11.4g}" if angles else ""))
+        if settled and c.settle is not None:
+            st = c.settle.settling_time_s
+            row += f" {c.settle.residual_mm:12.4g} {'never' if st is None else format(st, '.3g'):>11s}"
+        lines.append(row)
+    return lines
 
 
 def verify(model: FlexibleModel, reference, traj, settings: VerificationSettings | None = None,
            guess=None, cases: str | None = None, hold: str | None = None) -> VerificationReport:
     """Simulate the plant with the plan's torques (and, for ``cases="full"``, the baselines and the
-    payload mismatch); tool errors in mm. ``cases``: "default" or "full" (None: settings.cases).
-    ``hold``: how the plan's input is applied between its rows, "linear" or "zoh" (None: the plan's
-    own ``traj.stats["hold"]``, else linear), the hold the plan was made for ([output] hold)."""
+    payload mismatch) and go on after the table for the settle window with the controller holding the
+    final pose (``ffopt.sim.settle``); tool errors in mm, and the verdict against the tolerance.
+    ``cases``: "default" or "full" (None: settings.cases). ``hold``: how the plan's input is applied
+    between its rows, "linear" or "zoh" (None: the plan's own ``traj.stats["hold"]``, else linear), the
+    hold the plan was made for ([output] hold)."""
     settings = settings or VerificationSettings()
     case_set = settings.cases if cases is None else cases
     if case_set not in CASE_SETS:
@@ -124,9 +168,9 @@ def verify(model: FlexibleModel, reference, traj, settings: VerificationSettings
     # A plan for a stated hold has its table at the sample period: the PD references between the samples
     # are then the planned motion (cubic Hermite from the planned angle, speed and acceleration).
     pd = MotorPD(kp, kd, traj.qm, traj.dqm, _motor_accelerations(model, traj, hold) if "hold" in traj.stats else None)
-    runs = {  # name: (plant, u, PD loop, start (None: where the loop holds it), interpolation, text)
-        "feedforward_open_loop": (model, traj.u, None, q0, hold, f"plan torques{held}, no feedback"),
-        "feedforward_pd": (model, traj.u, pd, q0, hold, f"plan torques{held} + motor PD on planned qm"),
+    runs = {  # name: (plant, u, PD loop, start (None: where the loop holds it), interpolation, text, hold after)
+        "feedforward_open_loop": (model, traj.u, None, q0, hold, f"plan torques{held}, no feedback", None),
+        "feedforward_pd": (model, traj.u, pd, q0, hold, f"plan torques{held} + motor PD on planned qm", None),
     }
     skipped = {}
     if case_set == "full":
@@ -134,17 +178,68 @@ def verify(model: FlexibleModel, reference, traj, settings: VerificationSettings
         runs.update(_baseline_runs(model, reference, traj, t, q0, guess, kp, kd))
         runs.update(_payload_runs(model, traj, pd, settings.payload_scales, skipped, hold))
 
-    cases, sims = {}, {}
-    for name, (plant, u, loop, qs, interpolation, text) in runs.items():
+    # After the table: the static equilibrium of the path's end point, held by its static torque
+    q_end = static_equilibrium(model, y_ref[-1], traj.q[-1, :n_link], where=f"the end of the path (t = {t[-1]:.4g} s)")
+    plan_hold = hold_pose(model, q_end)
+    window, settle_info = settle_duration(model, q_end, kp_torque, kd_torque, settings.settle_s)
+    t_settle = settle_grid(t[-1], window, np.diff(t).min()) if window > 0 else None
+    tol_mm, tol_mrad, tol_source = _tolerances(model, settings)
+    end_state = plan_end_state(model, traj, plan_hold)
+
+    cases, sims, settle_sims, judged_errors = {}, {}, {}, None
+    for name, (plant, u, loop, qs, interpolation, text, after) in runs.items():
         if qs is None:  # start at rest where the loop holds the plant before the motion
             qs = rest_state(plant, u[0], loop, q0)
         sims[name] = run_case(name, plant, t, u, qs, loop, interpolation, settings.rtol)
-        cases[name] = case_error(name, sims[name], y_ref, tool_ref, model.output_units, text)
+        errors = tool_errors(sims[name], y_ref, tool_ref, model.output_units)
+        cases[name] = case_error(name, sims[name], y_ref, tool_ref, model.output_units, text, errors)
+        if name == JUDGED_CASE:
+            judged_errors = errors
+        if t_settle is not None:
+            after = after or Hold(plan_hold.u, plan_hold.qm if loop is not None else None, plan_hold.q, plan_hold.z)
+            settle_sims[name], cases[name].settle = settle_case(
+                name, plant, sims[name], after, kp if loop is not None else None, kd, t_settle, y_ref, tool_ref,
+                model, tol_mm, tol_mrad, settings.rtol)
     gains = {"kp": kp.tolist(), "kd": kd.tolist(), "bandwidth_hz": settings.pd_bandwidth_hz,
              "damping_ratio": settings.pd_damping_ratio}
     if model.drives is not None:  # gains on the voltage; the torque gains they come from
         gains.update(unit="V/rad, V s/rad", kp_torque=kp_torque.tolist(), kd_torque=kd_torque.tolist())
-    return VerificationReport(cases, sims, gains, settings.rtol, offset, skipped, case_set)
+    settle = {} if t_settle is None else {"window_s": window, **settle_info, "hold_input": plan_hold.u.tolist(),
+                                          "hold_motor_angles_rad": plan_hold.qm.tolist(),
+                                          "grid_step_s": float(t_settle[1] - t_settle[0])}
+    verdict = judge(JUDGED_CASE, judged_errors, cases[JUDGED_CASE].settle, t, t_settle, tol_mm, tol_mrad, tol_source,
+                    end_state, traj.stats.get("planned_tool_error_max_mm"))
+    return VerificationReport(cases, sims, gains, settings.rtol, offset, skipped, case_set, settle_sims, settle,
+                              end_state, verdict)
+
+
+def _tolerances(model, settings) -> tuple[float, float, str]:
+    mm, mrad = default_tolerances(model)
+    source = (f"verification.tolerance_mm" if settings.tolerance_mm is not None
+              else "default: 1e-4 of the arm's reach")
+    return (settings.tolerance_mm if settings.tolerance_mm is not None else mm,
+            settings.tolerance_mrad if settings.tolerance_mrad is not None else mrad, source)
+
+
+def settle_case(name, plant, sim: SimResult, after: Hold, kp, kd, t_settle, y_ref, tool_ref, model, tol_mm, tol_mrad,
+                rtol) -> tuple[SimResult, SettleMetrics]:
+    """Simulate the settle window of one case from where its table left the plant, with the hold ``after``
+    (its input, and the PD on its motor angles where the case has the loop)."""
+    n, N = len(t_settle), plant.layout.n_u
+    loop = None
+    if kp is not None and after.qm is not None:
+        loop = MotorPD(kp, kd, np.tile(after.qm, (n, 1)), np.zeros((n, N)))
+    z0 = None if sim.z is None or sim.z.size == 0 else sim.z[-1]
+    try:
+        s = simulate(plant, t_settle, np.tile(after.u, (n, 1)), sim.q[-1], sim.v[-1], pd=loop, rtol=rtol,
+                     atol=rtol * 1e-2, z0=z0)
+    except VerificationError as err:
+        raise VerificationError(f"verification case {name!r}, after the table: {err}") from None
+    end_ref = np.tile(y_ref[-1], (n, 1))
+    end_tool = None if tool_ref is None else np.tile(tool_ref[-1], (n, 1))
+    e_mm, e_mrad = tool_errors(s, end_ref, end_tool, model.output_units)
+    text = "static torque of the final pose" + (" + motor PD on its static motor angles" if loop is not None else "")
+    return s, settle_metrics(model, sim, s, after, e_mm, e_mrad, tol_mm, tol_mrad, text)
 
 
 def _motor_accelerations(model, traj, hold):
@@ -173,11 +268,11 @@ def _baseline_runs(model, reference, traj, t, q0, guess, kp, kd) -> dict:
         rigid.u = model.drives.voltage_table(t, rigid.dqm, rigid.u)[0]
     return {
         "feedforward_open_loop_cubic_u": (model, traj.u, None, q0, "cubic",
-                                          "plan torques as a cubic spline, no feedback"),
+                                          "plan torques as a cubic spline, no feedback", None),
         "rigid_feedforward_pd": (model, rigid.u, MotorPD(kp, kd, rigid.qm, rigid.dqm), None, "linear",
-                                 "rigid-model torques + motor PD on rigid qm"),
+                                 "rigid-model torques + motor PD on rigid qm", Hold(rigid.u[-1], rigid.qm[-1])),
         "pd_only": (model, none.u, MotorPD(kp, kd, none.qm, none.dqm), None, "linear",
-                    "no feedforward, motor PD on rigid qm"),
+                    "no feedforward, motor PD on rigid qm", Hold(none.u[-1], none.qm[-1])),
     }
 
 
@@ -190,7 +285,8 @@ def _payload_runs(model, traj, pd, scales, skipped, hold="linear") -> dict:
             skipped[name] = "constant inertia matrix (no payload body to scale)"
             continue
         plant = model.variant(model.chain.with_payload_scale(s))
-        runs[name] = (plant, traj.u, pd, None, hold, f"plan torques + motor PD, last body mass and inertia x{s:g}")
+        runs[name] = (plant, traj.u, pd, None, hold, f"plan torques + motor PD, last body mass and inertia x{s:g}",
+                      None)
     return runs
 
 
@@ -202,7 +298,9 @@ def run_case(name, plant, t, u, q_start, loop, interpolation, rtol) -> SimResult
         raise VerificationError(f"verification case {name!r}: {err}") from None
 
 
-def case_error(name, sim: SimResult, y_ref, tool_ref, units, text) -> CaseError:
+def tool_errors(sim: SimResult, y_ref, tool_ref, units) -> tuple[np.ndarray, np.ndarray | None]:
+    """Tool error along a simulation: (mm over the position outputs, mrad over the angle outputs or None).
+    Without position outputs (a joint-space reference): the tool point against the rigid tool path."""
     pos = [i for i, u in enumerate(units) if u == "m"]
     ang = [i for i, u in enumerate(units) if u != "m"]
     if pos or tool_ref is None:
@@ -210,6 +308,11 @@ def case_error(name, sim: SimResult, y_ref, tool_ref, units, text) -> CaseError:
     else:  # joint-space reference: the tool point against the rigid tool path it implies
         e = 1000.0 * np.linalg.norm(sim.tool - tool_ref, axis=1)
     e_ang = 1000.0 * np.linalg.norm(sim.y[:, ang] - y_ref[:, ang], axis=1) if ang else None  # mrad
+    return e, e_ang
+
+
+def case_error(name, sim: SimResult, y_ref, tool_ref, units, text, errors=None) -> CaseError:
+    e, e_ang = errors if errors is not None else tool_errors(sim, y_ref, tool_ref, units)
     torque = sim.u_applied if sim.torque is None else sim.torque
     return CaseError(name, float(e.max()), float(np.sqrt(np.mean(e**2))), float(e[0]), float(e[-1]),
                      np.abs(torque).max(axis=0).tolist(), text,

@@ -41,7 +41,8 @@ class SweepReport:
     folder: Path
     runs: int  # runs in the sweep
     computed: int = 0  # runs computed now
-    ok: int = 0  # runs computed now that succeeded
+    ok: int = 0  # runs computed now that planned (verified, or missed their tolerance, or not verified)
+    missed: int = 0  # ... of which missed their verification tolerance
     failed: int = 0  # runs computed now that failed (error or dead worker)
     skipped_ok: int = 0  # finished before, not recomputed
     skipped_failed: int = 0  # failed before, not retried (retry_failed=False)
@@ -54,7 +55,8 @@ class SweepReport:
         return self.folder / store.TABLE
 
     def text(self) -> str:
-        lines = [f"{self.runs} runs: {self.computed} computed now ({self.ok} ok, {self.failed} failed), "
+        lines = [f"{self.runs} runs: {self.computed} computed now ({self.ok} planned, of which {self.missed} "
+                 f"missed their tolerance; {self.failed} failed), "
                  f"{self.skipped_ok} finished before, {self.skipped_failed} failed before (not retried)"]
         if self.computed:
             lines.append(f"{self.workers} workers, {self.wall_s:.1f} s ({self.computed / self.wall_s:.3g} runs/s; "
@@ -85,13 +87,19 @@ def run_task(task: dict) -> dict:
             names = result.write_files(Path(tmp), plots=task["plan"]["plots"])
             files = {name: (Path(tmp) / name).read_bytes() for name in names}
         row["t_files_s"] = time.perf_counter() - t0
-        row["status"] = "ok"
+        row["status"] = run_status(result)
     except Exception as err:  # recorded, the sweep goes on (KeyboardInterrupt etc. are not caught)
         row.update(error_type=type(err).__name__, error=_one_line(err))
         files = {}
     row.update(t_task_s=time.perf_counter() - tic, worker_pid=os.getpid(), worker_host=socket.gethostname(),
                ffopt_version=ffopt.__version__)
     return {"row": row, "files": files}
+
+
+def run_status(result) -> str:
+    """A planned run's status: the verification's verdict ("verified" or "missed_tolerance"), "planned"
+    without verification; a run that raised is "failed"."""
+    return "planned" if result.verification is None else result.verification.status
 
 
 def _one_line(err: Exception) -> str:
@@ -122,6 +130,18 @@ def result_columns(result) -> dict:
             cols[f"error_{name}_final_mm"] = case.final_mm
             if case.max_mrad is not None:
                 cols[f"error_{name}_max_mrad"] = case.max_mrad
+            if case.settle is not None:  # after the table, the controller holding the final pose
+                cols[f"error_{name}_residual_mm"] = case.settle.residual_mm
+                cols[f"error_{name}_settling_time_s"] = (math.nan if case.settle.settling_time_s is None
+                                                         else case.settle.settling_time_s)
+        verdict = result.verification.verdict
+        if verdict is not None:
+            cols.update(tolerance_mm=verdict.tolerance_mm, tolerance_mrad=verdict.tolerance_mrad)
+        if result.verification.end_state is not None:
+            cols["end_link_speed_rad_s"] = result.verification.end_state["link_speed_max_rad_s"]
+            cols["end_motor_speed_rad_s"] = result.verification.end_state["motor_speed_max_rad_s"]
+    if result.method_choice.get("reason"):
+        cols["method_reason"] = result.method_choice["reason"]
     return cols
 
 
@@ -176,7 +196,7 @@ def run_sweep(sweep: Sweep | str | Path, out: str | Path, workers: int | None = 
     store.open_sweep_folder(out, sweep.text, force)
     ids = [r.run_id for r in sweep.runs]
     before = store.statuses(out, ids)
-    failed_before = {run_id for run_id, status in before.items() if status != "ok"}
+    failed_before = {run_id for run_id, status in before.items() if status == "failed"}
     todo = [r for r in sweep.runs if r.run_id not in before or (retry_failed and r.run_id in failed_before)]
     report = SweepReport(out, len(sweep.runs), skipped_ok=len(before) - len(failed_before),
                          skipped_failed=0 if retry_failed else len(failed_before))
@@ -208,7 +228,7 @@ def _run(sweep, todo, out, workers, scheduler, task, report, say) -> None:
             outcome = _outcome(future, run)
             future.release()
             _commit(out, outcome, report)
-            progress.update(outcome["row"]["status"] == "ok")
+            progress.update(outcome["row"]["status"] != "failed", outcome["row"]["status"] == "missed_tolerance")
         report.wall_s = time.perf_counter() - t0
 
 
@@ -295,8 +315,9 @@ def _commit(out: Path, outcome: dict, report: SweepReport) -> None:
         row["finished_utc"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
         store.write_row(out, row)
     report.computed += 1
-    report.ok += row["status"] == "ok"
-    report.failed += row["status"] != "ok"
+    report.ok += row["status"] != "failed"
+    report.missed += row["status"] == "missed_tolerance"
+    report.failed += row["status"] == "failed"
 
 
 class _Progress:
@@ -304,12 +325,13 @@ class _Progress:
 
     def __init__(self, total: int, say, interval: float = 2.0):
         self.total, self.say, self.interval = total, say, interval
-        self.done = self.failed = 0
+        self.done = self.failed = self.missed = 0
         self.t0 = self.last = time.perf_counter()
 
-    def update(self, ok: bool) -> None:
+    def update(self, ok: bool, missed: bool = False) -> None:
         self.done += 1
         self.failed += not ok
+        self.missed += missed
         now = time.perf_counter()
         if now - self.last >= self.interval or self.done == self.total:
             self.say(self.line())
@@ -320,7 +342,8 @@ class _Progress:
         remaining = self.total - self.done
         rate = self.done / elapsed if elapsed > 0 else 0.0
         eta = _duration(remaining / rate) if rate > 0 and remaining else "-"
-        return (f"runs: {self.done}/{self.total} done ({self.failed} failed), {remaining} remaining, "
+        return (f"runs: {self.done}/{self.total} done ({self.failed} failed, {self.missed} missed their tolerance), "
+                f"{remaining} remaining, "
                 f"{rate:.3g} runs/s, ETA {eta}")
 
 

@@ -29,11 +29,13 @@ def rigid_forward_kinematics(model: FlexibleModel, which: str = "output") -> ca.
     return ca.Function(f"rigid_{which}", [s], [f(qa)])
 
 
-def reference_from_spec(spec, model: FlexibleModel) -> Reference:
+def reference_from_spec(spec, model: FlexibleModel, law=None) -> Reference:
+    """The spec's path moved by its time law, or by ``law`` (a TimeLaw: a planner's trial law, e.g. the
+    shaped laws of ``ffopt.dae.rest_to_rest``); a ``prefilter`` spec has no time law."""
     names = list(model.outputs)
     if spec.kind == "prefilter":  # no time law: the filter shapes the raw move
         return _prefiltered(spec, model, names)
-    common = dict(time_law=spec.law, rest_before=spec.rest_before, rest_after=spec.rest_after)
+    common = dict(time_law=spec.law if law is None else law, rest_before=spec.rest_before, rest_after=spec.rest_after)
     p = spec.params
     if spec.kind == "line":
         return line(p["start"], p["end"], spec.duration, names=names, **common)

@@ -236,12 +236,12 @@ def shape_basis(n_zero_derivs: int, i: int) -> tuple[Fraction, ...]:
     return tuple(_poly_mul(w, _legendre_in_tau(i - 1)))
 
 
-def shaped_time_law(base, shape, field: str = "reference.time_law_shape") -> TimeLaw:
+def shaped_time_law(base, shape, field: str = "reference.time_law_shape", check: bool = True) -> TimeLaw:
     """base(tau) + sum_i shape[i-1] phi_i(tau) as a TimeLaw named e.g. ``poly11+shape6``.
 
     ``base``: a polynomial law (name or TimeLaw); an empty shape returns the base itself. Raises
-    ProblemError naming ``field`` for a non-polynomial base, non-finite coefficients or a law that
-    is not monotone (``check_monotone``)."""
+    ProblemError naming ``field`` for a non-polynomial base, non-finite coefficients or (``check``)
+    a law that is not monotone (``check_monotone``; a search may try such laws with check=False)."""
     law = get_time_law(base)
     c = [float(x) for x in np.atleast_1d(np.asarray(shape, dtype=float))] if shape is not None else []
     if not c:
@@ -257,7 +257,8 @@ def shaped_time_law(base, shape, field: str = "reference.time_law_shape") -> Tim
         for j, b in enumerate(shape_basis(n, i)):
             exact[j] += Fraction(ci) * b
     shaped = TimeLaw(f"{law.name}+shape{len(c)}", tuple(float(x) for x in exact), n, tuple(exact))
-    check_monotone(shaped, field)
+    if check:
+        check_monotone(shaped, field)
     return shaped
 
 

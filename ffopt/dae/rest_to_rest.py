@@ -1,0 +1,266 @@
+"""Time laws that bring a flexible arm to rest with its tool: a planning step on the BDF inverse.
+
+Exact tracking holds the tool on the path, so while it rests after the move the internal (zero)
+dynamics of the inverse are free: on a lightly damped arm they keep ringing, and when the table
+ends the controller's static hold meets a moving arm (Moberg & Hanssen, inverse dynamics of
+flexible manipulators (DAE methods), discuss these zero dynamics; E12's are -0.63 +- 50j rad/s).
+Only the timing along the path is free: ``shape_for_rest`` chooses the shaping coefficients c of
+the time law s = base + sum_i c_i phi_i (``ffopt.reference.time_laws.shaped_time_law``) so that the
+exact-tracking BDF plan ends at rest at the table's last row (every speed ~0, the static torque of
+the end pose), with the smallest peak torque and s monotone.
+
+The end state and the torque table are smooth, nearly linear functions of c, so the search is a
+sequential linear program with a trust region (an epigraph of the peak |u|, the end state as an L1
+exact penalty, s' >= 0 on a grid as linear constraints), its Jacobians by forward differences of
+2 n_shape + 1 or 2 BDF solves per iteration. The compiled BDF step takes the path as data
+(``ffopt.dae.inverse.solve_inverse_bdf``), so a new law costs one path evaluation and one solve, no
+recompilation. ``ends_at_rest`` is the cheap check whether a plan needs it.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from scipy.optimize import linprog
+
+from ffopt.dae.equilibrium import static_equilibrium
+from ffopt.dae.inverse import solve_inverse_bdf
+from ffopt.errors import ProblemError
+from ffopt.reference.build import reference_from_spec
+from ffopt.reference.time_laws import monotonicity_margin, shaped_time_law
+
+__all__ = ["ends_at_rest", "shape_for_rest", "REST_SPEED_RAD_S", "REST_TORQUE_REL", "DURATION_FACTORS"]
+
+REST_SPEED_RAD_S = 1e-4  # at rest: every link and motor speed below this at the last row
+REST_TORQUE_REL = 1e-6  # ... and the input within this fraction of the plan's peak |u| of the static input
+DURATION_FACTORS = (1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 4.0)  # longer moves tried when none rests in time
+_MONOTONE_MARGIN = 1e-3  # s' >= this share of the base law's smallest s' / (tau (1 - tau))^n
+_FD_STEP = 1e-4  # central-difference step of the shaping coefficients (|phi_i| <= 1)
+# The end state lies on the zero dynamics' rest manifold (dimension 2 for one lightly damped pair): its
+# Jacobian has that rank; singular values below this share of the largest are difference errors
+# (E12: 8e6, 2e6, then 0.1 with central differences of 1e-4, ~3e3 with forward differences of 1e-3).
+_RANK_TOL = 1e-6
+_GAIN_TOL = 1e-6  # the search stops when the linear model promises less than this share of the peak
+_REST_GAIN = 1e-3  # ... plus this share of the rest tolerances (closer to rest than that is noise)
+
+
+def ends_at_rest(model, traj, speed_tol: float = REST_SPEED_RAD_S, torque_rel: float = REST_TORQUE_REL,
+                 ) -> tuple[bool, dict]:
+    """Whether the plan ``traj`` is at rest at its last row, and how far from it.
+
+    Rest: every link speed and motor speed below ``speed_tol`` (rad/s, or m/s for a prismatic
+    coordinate), and the input within ``torque_rel`` x the plan's peak |u| of the static input that
+    holds the static equilibrium of the path's end point (``FlexibleModel.rest_input``). Returns
+    (at_rest, {link_speed_max_rad_s, motor_speed_max_rad_s, input_offset_max, input_tolerance,
+    static_input, q_offset_max, peak_input})."""
+    L = model.layout
+    v, u = np.asarray(traj.v[-1], float), np.asarray(traj.u[-1], float)
+    q_eq = static_equilibrium(model, traj.y_ref[-1], traj.q[-1, : L.n_link], where="the end of the path")
+    u_static = model.rest_input(q_eq)[0]
+    peak = float(np.abs(traj.u).max(initial=0.0))
+    out = {"link_speed_max_rad_s": float(np.abs(v[: L.n_link]).max(initial=0.0)),
+           "motor_speed_max_rad_s": float(np.abs(v[L.n_link:]).max(initial=0.0)),
+           "input_offset_max": float(np.abs(u - u_static).max(initial=0.0)),
+           "input_tolerance": torque_rel * peak, "static_input": u_static.tolist(),
+           "q_offset_max": float(np.abs(np.asarray(traj.q[-1], float) - q_eq).max()), "peak_input": peak}
+    at_rest = (max(out["link_speed_max_rad_s"], out["motor_speed_max_rad_s"]) < speed_tol
+               and out["input_offset_max"] <= out["input_tolerance"])
+    return bool(at_rest), out
+
+
+class _Plans:
+    """Exact-tracking BDF plans of one problem for shaping coefficients c (counts the solves)."""
+
+    def __init__(self, problem, n_shape: int, speed_tol: float, torque_rel: float):
+        spec = problem.reference_spec
+        if spec.kind == "prefilter":
+            raise ProblemError(f"{problem.source}: reference.kind: a prefiltered move has no time law to shape")
+        self.problem, self.spec, self.model, self.n = problem, spec, problem.model, n_shape
+        shaped_time_law(spec.time_law, [0.0] * n_shape)  # a polynomial base (ProblemError for cinf)
+        self.speed_tol, self.torque_rel = speed_tol, torque_rel
+        self.solves = 0
+        self.G, self.g0 = self._monotonicity_rows()
+        base = self.solve(np.zeros(n_shape))
+        self.u_scale = float(np.abs(base.u).max())
+        self.u_static = np.asarray(ends_at_rest(self.model, base)[1]["static_input"])
+
+    def law(self, c):
+        return shaped_time_law(self.spec.time_law, np.asarray(c, float), check=False)
+
+    def solve(self, c):
+        s = self.problem.solver
+        ref = reference_from_spec(self.spec, self.model, self.law(c))
+        self.solves += 1
+        return solve_inverse_bdf(self.model, ref, s.order, s.step, s.form, s.scaling_power, self.spec.joint_guess)
+
+    def measure(self, c) -> tuple[np.ndarray, np.ndarray]:
+        """(u table flattened / u_scale, end residual scaled by the rest tolerances: |r| < 1 is at rest)."""
+        tr = self.solve(c)
+        r = np.concatenate([tr.v[-1] / self.speed_tol,
+                            (tr.u[-1] - self.u_static) / (self.torque_rel * self.u_scale)])
+        return tr.u.ravel() / self.u_scale, r
+
+    def jacobians(self, c) -> tuple[np.ndarray, np.ndarray]:
+        """d(U, r)/dc by central differences (2 n_shape solves)."""
+        plus = [self.measure(c + _FD_STEP * e) for e in np.eye(self.n)]
+        minus = [self.measure(c - _FD_STEP * e) for e in np.eye(self.n)]
+        return (np.column_stack([(p[0] - m[0]) / (2 * _FD_STEP) for p, m in zip(plus, minus)]),
+                np.column_stack([(p[1] - m[1]) / (2 * _FD_STEP) for p, m in zip(plus, minus)]))
+
+    def _monotonicity_rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """g(c) = g0 + G c on the grid of ``monotonicity_margin`` (s' / (tau (1 - tau))^n, linear in c)."""
+        _, g0 = monotonicity_margin(self.law(np.zeros(self.n)))
+        G = np.column_stack([monotonicity_margin(self.law(e))[1] - g0 for e in np.eye(self.n)])
+        return G, g0
+
+
+def _lp_step(U, JU, r, Jr, G, g, radius: float, weight: float):
+    """The trust-region LP: min z + weight sum t s.t. |U + JU d| <= z, |r + Jr d| <= t, g + G d >= 0,
+    |d| <= radius. Returns (d, predicted merit z + weight sum t)."""
+    n, m, k = JU.shape[1], len(r), len(U)
+    # variables [d (n), z, t (m)]
+    cost = np.concatenate([np.zeros(n), [1.0], np.full(m, weight)])
+    A = [np.hstack([JU, -np.ones((k, 1)), np.zeros((k, m))]), np.hstack([-JU, -np.ones((k, 1)), np.zeros((k, m))]),
+         np.hstack([Jr, np.zeros((m, 1)), -np.eye(m)]), np.hstack([-Jr, np.zeros((m, 1)), -np.eye(m)]),
+         np.hstack([-G, np.zeros((len(g), 1 + m))])]
+    b = np.concatenate([-U, U, -r, r, g])
+    bounds = [(-radius, radius)] * n + [(0, None)] * (1 + m)
+    res = linprog(cost, A_ub=np.vstack(A), b_ub=b, bounds=bounds, method="highs")
+    if res.status != 0:
+        return None, np.inf
+    return res.x[:n], float(res.fun)
+
+
+def _merit(U, r, weight):
+    return float(np.abs(U).max() + weight * np.abs(r).sum())
+
+
+def _search(plans: _Plans, c0, max_iter: int, weight: float = 1.0) -> tuple[np.ndarray, dict]:
+    """Sequential LP with a trust region on the merit peak |u| / u_scale + weight |r|_1 (an exact
+    penalty: near rest the peak's sensitivity to the end state is far below ``weight``). A step the
+    curvature of the end state spoils gets a second-order correction back onto the rest manifold
+    (a minimum-norm Gauss-Newton step; the Maratos effect of exact penalties)."""
+    c = np.asarray(c0, float)
+    U, r = plans.measure(c)
+    margin = _MONOTONE_MARGIN * plans.g0.min()
+    radius, it = 0.05, 0
+    for it in range(1, max_iter + 1):
+        JU, Jr = plans.jacobians(c)
+        g = plans.g0 + plans.G @ c - margin
+        basis = _range(Jr)
+        d, predicted = _lp_step(U, JU, basis.T @ r, basis.T @ Jr, plans.G, g, radius, weight)
+        gain = _merit(U, basis.T @ r, weight) - predicted  # (r outside the range: difference noise)
+        if d is None or gain <= _GAIN_TOL * np.abs(U).max() + _REST_GAIN * weight:
+            break  # the linear model has nothing left to gain
+        trial = _trial(plans, c, d, Jr, basis, g, weight)
+        ratio = (_merit(U, r, weight) - trial[0]) / gain
+        if ratio > 0.1:
+            c, U, r = trial[1:]
+        radius = 2.0 * radius if ratio > 0.75 and np.abs(d).max() > 0.99 * radius else (
+            radius if ratio > 0.25 else 0.25 * radius)
+        if radius < 1e-9:
+            break
+    return c, {"iterations": it, "end_residual_max": float(np.abs(r).max()), "peak_rel": float(np.abs(U).max())}
+
+
+def _range(J) -> np.ndarray:
+    """Orthonormal basis of the numerical range of J (singular values above _RANK_TOL of the largest)."""
+    u, sv, _ = np.linalg.svd(J, full_matrices=False)
+    return u[:, sv > _RANK_TOL * sv[0]]
+
+
+def _trial(plans: _Plans, c, d, Jr, basis, g, weight):
+    """(merit, c, U, r) of the step d, or of d with a second-order correction if that is better."""
+    U, r = plans.measure(c + d)
+    best = (_merit(U, r, weight), c + d, U, r)
+    correction = -np.linalg.lstsq(basis.T @ Jr, basis.T @ r, rcond=None)[0]
+    if np.all(g + plans.G @ (d + correction) >= 0.0):
+        U2, r2 = plans.measure(c + d + correction)
+        if _merit(U2, r2, weight) < best[0]:
+            best = (_merit(U2, r2, weight), c + d + correction, U2, r2)
+    return best
+
+
+def shape_for_rest(problem, n_shape: int = 6, max_iter: int = 30, speed_tol: float = REST_SPEED_RAD_S,
+                   torque_rel: float = REST_TORQUE_REL, duration_factors=DURATION_FACTORS) -> tuple[np.ndarray, dict]:
+    """Shaping coefficients (``reference.time_law_shape``) with which the exact-tracking BDF plan of
+    ``problem`` (its solver's order, step and form) ends at rest (``ends_at_rest``) with the least
+    peak |u|, s monotone. Returns (c, info); info["at_rest"] says whether it rests.
+
+    Where no monotone law of n_shape terms rests within the move, info says so with the best end
+    residual reached, and the move is lengthened by ``duration_factors`` until one does:
+    info["duration_needed_s"] (None if none of them), with its coefficients
+    info["shape_for_duration_needed"]. info also holds the iterations, BDF solves, the end states and
+    peak inputs before and after, and the wall time."""
+    tic = time.perf_counter()
+    c, info = _shape_one(problem, n_shape, max_iter, speed_tol, torque_rel)
+    if not info["at_rest"]:
+        info.update(_longer_move(problem, n_shape, max_iter, speed_tol, torque_rel, duration_factors))
+    info["wall_time_s"] = time.perf_counter() - tic
+    return c, info
+
+
+def _shape_one(problem, n_shape, max_iter, speed_tol, torque_rel) -> tuple[np.ndarray, dict]:
+    """The search on the problem's own move; info as in ``shape_for_rest`` (without the longer moves)."""
+    tic = time.perf_counter()
+    plans = _Plans(problem, n_shape, speed_tol, torque_rel)
+    base = plans.solve(np.zeros(n_shape))
+    rest0, end0 = ends_at_rest(plans.model, base, speed_tol, torque_rel)
+    info = {"n_shape": n_shape, "duration_s": problem.reference_spec.duration, "end_before": end0,
+            "peak_input_before": end0["peak_input"]}
+    if rest0:
+        info.update(at_rest=True, needed=False, iterations=0, bdf_solves=plans.solves, end_after=end0,
+                    peak_input_after=end0["peak_input"], search_time_s=time.perf_counter() - tic)
+        return np.zeros(n_shape), info
+    c0 = np.zeros(n_shape)
+    given = np.asarray(problem.reference_spec.time_law_shape, float)[:n_shape]
+    c0[: given.size] = given
+    c, search = _search(plans, c0, max_iter)
+    law = plans.law(c)
+    rest, end = ends_at_rest(plans.model, plans.solve(c), speed_tol, torque_rel)
+    info.update(at_rest=rest, needed=True, iterations=search["iterations"], bdf_solves=plans.solves, end_after=end,
+                peak_input_after=end["peak_input"], end_residual_max=search["end_residual_max"],
+                time_law=law.name, monotone_margin_min=float(monotonicity_margin(law)[1].min()),
+                search_time_s=time.perf_counter() - tic)
+    if not rest:
+        info["message"] = (f"no monotone rest-to-rest law of {n_shape} shaping terms in the "
+                           f"{info['duration_s']:.4g} s move: best end speed {_speed(end):.3g} rad/s, input "
+                           f"{end['input_offset_max']:.3g} from static")
+    return c, info
+
+
+def _speed(end: dict) -> float:
+    return max(end["link_speed_max_rad_s"], end["motor_speed_max_rad_s"])
+
+
+def _longer_move(problem, n_shape, max_iter, speed_tol, torque_rel, factors) -> dict:
+    """The shortest of the moves lengthened by ``factors`` with a monotone rest-to-rest law."""
+    tried = []
+    for f in factors:
+        c, info = _shape_one(with_duration_factor(problem, f), n_shape, max_iter, speed_tol, torque_rel)
+        tried.append({"factor": f, "duration_s": info["duration_s"], "at_rest": info["at_rest"],
+                      "end_speed_max_rad_s": _speed(info["end_after"]), "bdf_solves": info["bdf_solves"]})
+        if info["at_rest"]:
+            return {"duration_tried": tried, "duration_factor": f, "duration_needed_s": info["duration_s"],
+                    "shape_for_duration_needed": c.tolist(), "peak_input_for_duration_needed": info["peak_input_after"]}
+    return {"duration_tried": tried, "duration_factor": None, "duration_needed_s": None}
+
+
+def with_duration_factor(problem, factor: float):
+    """The problem with its move (each segment or joint duration) ``factor`` times longer, given as
+    durations (a speed or acceleration limit that set them is dropped; polyline blends scale along)."""
+    data = problem.to_dict()
+    ref = data["reference"]
+    spec = problem.reference_spec
+    for key in ("speed_mm_s", "speed_max_deg_s", "speed_max_rad_s", "acceleration_max_deg_s2",
+                "acceleration_max_rad_s2"):
+        ref.pop(key, None)
+    if spec.kind == "polyline":
+        ref["durations"] = (factor * np.asarray(spec.params["durations"], float)).tolist()
+        ref["blend"] = (factor * np.asarray(spec.params["blends"], float)).tolist()
+    elif spec.kind == "joint_ptp":
+        ref["duration"] = (factor * np.asarray(spec.params["durations"], float)).tolist()
+    else:
+        ref["duration"] = factor * spec.duration
+    return problem.from_dict(data, problem.source)

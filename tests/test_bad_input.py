@@ -97,6 +97,8 @@ CASES = [
     Case("unknown-method", ("bad.toml", "solver.method", "must be one of"), _set("solver.method", "rk4")),
     Case("unknown-joint-kind", ("bad.toml", "model.joints[1].kind"), _set("model.joints.0.kind", "prismatic")),
     # --- vector lengths (never broadcast)
+    Case("inertia-triangle-inequality", ("bad.toml", "model.joints[1].inertia_diag", "triangle inequality"),
+         _set("model.joints.0.inertia_diag", [5.0, 0.1, 0.1]), base="e12_line"),
     Case("axis-length", ("bad.toml", "model.joints[1].axis", "expected 3 numbers, got 2"), _set("model.joints.0.axis", [0.0, 1.0])),
     Case("start-length", ("bad.toml", "reference.start_mm", "expected 1 values"), _set("reference.start_mm", [1414.0, 0.0])),
     Case("joint-guess-length", ("bad.toml", "reference.joint_guess", "expected 3"), _set("reference.joint_guess", [0.0, 0.3]),

@@ -29,7 +29,8 @@ from ffopt.nlp.settings import NlpSettings
 from ffopt.nlp.solve import solve_inverse_nlp, warm_start_trajectory
 
 PROBLEMS = Path(__file__).resolve().parents[1] / "problems"
-E1_PEAK = 42706.0  # |u| peak of exact tracking on E1 complete (BDF-6, 1 ms)
+E1_PEAK = 42706.0  # |u| peak of exact tracking on E1 complete (BDF-6, 1 ms); a regression value, the same
+#                   number the feasibility check prints (test_bounds_below_the_exact_tracking_need_per_tracking_mode)
 BACKENDS = ["casadi", "cyipopt", "auto", pytest.param("pyomo", marks=pytest.mark.slow)]
 
 
@@ -75,37 +76,45 @@ def test_iteration_limit_ends_the_solve_with_a_diagnosis(backend):
 
 
 @pytest.mark.parametrize("backend", ["casadi", "cyipopt", pytest.param("pyomo", marks=pytest.mark.slow)])
-def test_wall_time_limit_ends_the_solve_within_a_small_bound(backend):
-    limit = 1.0
-    tic = time.perf_counter()
+def test_wall_time_limit_is_what_ends_the_solve(backend):
+    # Solved without a limit in 202 iterations, 5.7 s (casadi; regression value measured on 2026-11-27),
+    # so a 1 s limit ends it mid-way. Checked: the limit is the reason the solve ended (IPOPT's status
+    # Maximum_WallTime_Exceeded, our diagnosis names the limit), not how long it took (a shared machine).
     with pytest.raises(SolverError, match=r"NLP stopped at its wall-time limit of 1 s \(nlp.max_wall_time_s, "
-                                          r"--max-time\).*What to try:.*--max-time"):
-        _solve(_hard_e1(backend=backend, step=2.5e-3, max_wall_time_s=limit))  # solved: 235 iterations, 5 s
-    # the limit covers transcription, set-up and iterations; one iteration here takes ~20 ms
-    assert time.perf_counter() - tic < limit + 1.5
+                                          r"--max-time\): IPOPT via \w+ ended with status Maximum_WallTime_Exceeded "
+                                          r"after \d+ iterations.*What to try:.*--max-time"):
+        _solve(_hard_e1(backend=backend, step=2.5e-3, max_wall_time_s=1.0))
 
 
 @pytest.mark.parametrize("backend", ["casadi", "cyipopt"])
-def test_an_ipopt_iteration_that_never_returns_is_ended_at_the_limit(monkeypatch, backend):
+def test_an_ipopt_iteration_that_never_returns_is_ended_at_the_limit(monkeypatch, backend, tmp_path):
     """IPOPT checks its limits only between iterations; one iteration (a MUMPS factorisation of a
     diverging non-causal NLP) was seen running 15 minutes past a 120 s limit. IPOPT runs in a
-    worker process that is ended a grace after the limit: here a solve stuck after iteration 0."""
+    worker process that is ended a grace after the limit: here a solve stuck after iteration 0.
+    Checked: the worker process is gone and never woke up from its stuck call (it was killed, not
+    waited for), and the diagnosis says why it ended."""
     from ffopt.nlp.backends import casadi_ipopt, common, cyipopt_backend
 
+    pid_file, woke_file = tmp_path / "worker.pid", tmp_path / "worker.woke"
+
     def stuck(problem, warm, tol, monitor, w_start):
+        pid_file.write_text(str(os.getpid()))
         monitor.begin("IPOPT (stuck)")
         monitor.iteration(0, 1.0, 1e3)
         time.sleep(60)  # stands for a native call that never returns to Python
+        woke_file.write_text("the worker was not ended")
 
     module, name = (casadi_ipopt, "_solve_ipopt") if backend == "casadi" else (cyipopt_backend, "_solve")
     monkeypatch.setattr(module, name, stuck)
     monkeypatch.setattr(common, "ipopt_grace_s", lambda monitor: 0.5)
-    limit = 1.0
-    tic = time.perf_counter()
     with pytest.raises(SolverError, match=r"wall-time limit of 1 s.*Maximum_WallTime_Exceeded.*still inside one "
                                           r"iteration 0.5 s after the wall-time limit"):
-        _solve(_hard_e1(backend=backend, step=2.5e-3, max_wall_time_s=limit))
-    assert time.perf_counter() - tic < limit + 0.5 + 1.5
+        _solve(_hard_e1(backend=backend, step=2.5e-3, max_wall_time_s=1.0))
+    pid = int(pid_file.read_text())
+    assert pid != os.getpid()  # the stuck call ran in a worker process
+    with pytest.raises(ProcessLookupError):  # ... which is gone (ended and reaped)
+        os.kill(pid, 0)
+    assert not woke_file.exists()  # ... and was killed inside the stuck call, not waited for
 
 
 # (iteration, objective, infeasibility) of IPOPT runs from rest with exact tracking, as measured
@@ -169,7 +178,7 @@ def test_progress_callback_receives_every_iteration(backend):
     # iterations 0..n; CasADi calls once more when IPOPT enters its restoration phase (here once)
     assert len(live) == traj.stats["iterations"] + 1 + (backend != "cyipopt")
     assert live[-1].infeasibility < 1e-9 < live[0].infeasibility
-    assert np.all(np.diff([m.elapsed_s for m in live]) >= 0)
+    assert np.all(np.diff([m.elapsed_s for m in live]) >= 0)  # readings in order; no bound on the time taken
     assert "IPOPT" in live[0].solver and live[0].startswith("NLP iteration 0/1000: objective")
 
 
@@ -180,7 +189,7 @@ def test_progress_is_rate_limited_for_plain_callbacks():
     seen = []
     monitor = SolveMonitor(1000, 60.0, seen.append, clock=lambda: now[0])
     monitor.begin("IPOPT via test")
-    for k in range(10):  # an iteration every 0.5 s
+    for k in range(10):  # an iteration every 0.5 s of the injected clock (now), not of wall time
         now[0] = 0.5 * k
         assert monitor.iteration(k, 1.0, 1e-3)
     live = [m for m in seen if isinstance(m, NlpProgress)]
@@ -257,12 +266,14 @@ def test_ctrl_c_during_ipopt_exits_130_and_writes_nothing(tmp_path, backend):
     else:
         pytest.fail(f"no iteration line; exit code {proc.wait()}")
     time.sleep(0.5)  # inside IPOPT's iterations (in the iteration callback, Python would raise it itself)
-    tic = time.perf_counter()
+    assert proc.poll() is None  # still solving: the exit below is the signal's doing
     proc.send_signal(signal.SIGINT)
     rest = proc.stderr.read()
-    assert proc.wait(timeout=30) == 130, rest
-    assert time.perf_counter() - tic < 5.0
+    assert proc.wait(timeout=30) == 130, rest  # timeout: a hang guard, not a claim about speed
     assert "interrupted" in rest and "error" not in rest
+    # the solve ended at the signal: no further progress line, no closing "solved/stopped after n
+    # iterations" line (a solve that ran on to its end would print one)
+    assert not [line for line in rest.splitlines() if "NLP" in line], rest
     assert not out.exists()
 
 
@@ -285,25 +296,30 @@ def _gravity_holding_torques(chain, qa) -> np.ndarray:
 
 
 @pytest.mark.parametrize("tracking", ["exact", "band", "penalty"])
-def test_bound_below_the_holding_torque_is_infeasible_before_any_iteration(tracking):
+def test_bound_below_the_holding_torque_is_infeasible_before_any_iteration(tracking, monkeypatch):
     p, m, r, g, warm = _problem("e12_torque_bounded.toml")
     from ffopt.dae.equilibrium import static_equilibrium
 
     q0 = static_equilibrium(m, np.asarray(r.evaluate(np.array([0.0]))).ravel(), g)
     hold = _gravity_holding_torques(p.chain, q0[: m.layout.n_link])
-    assert hold[0] == pytest.approx(5963, rel=1e-3)  # E12 at the start: ~6 kN m on the first motor
+    # E12 at the start: ~6 kN m on the first motor (regression value of the statics by hand above, measured
+    # on 2026-11-27; the message below must name the same number, computed independently by ffopt)
+    assert hold[0] == pytest.approx(5963, rel=1e-3)
     bound = (0.9 * hold[0], 1e5)
     seen = Recorder()
+
+    def no_solver(*args, **kwargs):
+        raise AssertionError("the NLP solver was started before the bounds were found infeasible")
+
+    monkeypatch.setattr(nlp_solve, "solve_backend", no_solver)
     settings = dataclasses.replace(p.nlp, strategy="causal", step=1e-2, tracking=tracking, torque_max=bound)
-    tic = time.perf_counter()
     with pytest.raises(SolverError) as err:
         solve_inverse_nlp(m, r, settings, g, warm, seen)
     msg = str(err.value)
     assert f"nlp.torque_max[1] = {bound[0]:.0f} N m (motor of joint q1) is below the {hold[0]:.0f} N m needed to " \
            "hold the arm at rest at the start of the path (t = 0 s" in msg
     assert "infeasible for every tracking mode" in msg and "torque_max[2]" not in msg
-    assert not any(isinstance(x, NlpProgress) for x in seen)  # no solver iteration ran
-    assert time.perf_counter() - tic < 5.0
+    assert not any(isinstance(x, NlpProgress) for x in seen)  # no solver iteration ran (nor started: no_solver)
 
 
 def test_bound_below_the_end_holding_torque_is_infeasible():

@@ -223,6 +223,11 @@ def plan(problem: Problem | str | Path, method: str | None = None, order: int | 
         traj = _solve(problem, say, compile)
         method_choice = {"requested": s.method, "chosen": s.method, "reason": "set by the user"}
     timings["inverse_dynamics"] = time.perf_counter() - tic
+    if s.end_at_rest:
+        tic = time.perf_counter()
+        problem, traj = _end_at_rest(problem, traj, method_choice, say, compile)
+        model, reference = problem.model, problem.reference
+        timings["rest_to_rest"] = time.perf_counter() - tic
     _warn_unresolved_friction(problem, traj, say)
     _warn_inverse_singularity(problem, traj, say)
 
@@ -248,6 +253,79 @@ def plan(problem: Problem | str | Path, method: str | None = None, order: int | 
                            "pre_actuation_s": traj.stats.get("pre_actuation_s"),
                            "post_actuation_s": traj.stats.get("post_actuation_s")}
     return PlanResult(problem, traj, report, settings, timings, method_choice)
+
+
+def _end_at_rest(problem: Problem, traj, method_choice: dict, say, compile: bool):
+    """The plan made rest-to-rest where it would end moving (solver.end_at_rest).
+
+    Exact tracking leaves the zero dynamics free while the tool rests after the move; on a lightly damped
+    arm they still ring at the table's last row and the controller's static hold meets a moving arm. Only
+    the timing along the path is free: ``ffopt.dae.rest_to_rest.shape_for_rest`` shapes the time law (same
+    path, same duration) so that the exact-tracking BDF plan ends at rest with the least peak input, and
+    the plan is made again with that law by the method that made it. Where no monotone law rests within
+    the move, the plan is kept and the duration that would rest is reported (summary.json
+    ``method_choice.rest_to_rest``)."""
+    from ffopt.dae.rest_to_rest import ends_at_rest, shape_for_rest
+
+    at_rest, end = ends_at_rest(problem.model, traj)
+    if at_rest:
+        return problem, traj
+    record = {"exact_plan_end": end, "needed": True}
+    method_choice["rest_to_rest"] = record
+    spec = problem.reference_spec
+    why = _unshapeable(problem, traj)
+    if why:
+        record.update(shaped=False, reason=why)
+        say(f"note: the plan ends moving ({_end_text(end)}); {why}")
+        return problem, traj
+    say(f"the plan ends moving ({_end_text(end)}): shaping the time law so that the arm ends at rest "
+        f"(same path, same {spec.duration:.4g} s)")
+    try:
+        c, info = shape_for_rest(problem)
+    except SolverError as err:
+        record.update(shaped=False, reason=f"the rest-to-rest search failed: {err}")
+        say(f"warning: {record['reason']}")
+        return problem, traj
+    record.update({k: v for k, v in info.items() if k not in ("end_before",)})
+    if not info["at_rest"]:
+        needed = info.get("duration_needed_s")
+        record.update(shaped=False, reason=info.get("message", "no rest-to-rest time law"))
+        msg = (f"{record['reason']}; " + (f"a move of {needed:.4g} s (x{info['duration_factor']:g}) ends at rest: set "
+               "reference.duration (or the speed limits) accordingly" if needed else
+               "no move up to x4 longer rests either") + "; the exact-tracking plan is kept")
+        say(f"warning: {msg}")
+        traj.stats.setdefault("warnings", []).append(msg)
+        return problem, traj
+    shaped = problem.with_values({"reference.time_law_shape": [float(x) for x in c]})
+    new = _solve(shaped, say, compile)  # the method that made the plan (method auto: the one it chose)
+    record.update(shaped=True, time_law_shape=[float(x) for x in c],
+                  trade_off={"peak_input_exact": end["peak_input"],
+                             "peak_input_rest_to_rest": float(np.abs(new.u).max()),
+                             "move_s": spec.duration})
+    say(f"rest-to-rest time law: {info['iterations']} iterations, {info['bdf_solves']} BDF solves, "
+        f"{info['search_time_s']:.2f} s; peak input {end['peak_input']:.4g} -> {np.abs(new.u).max():.4g}")
+    return shaped, new
+
+
+def _unshapeable(problem: Problem, traj) -> str | None:
+    """Why the time law of this plan cannot be shaped for rest (None: it can)."""
+    from ffopt.reference.time_laws import TIME_LAWS, TimeLaw
+
+    spec = problem.reference_spec
+    if not isinstance(TIME_LAWS.get(spec.time_law), TimeLaw):
+        return f"time law {spec.time_law!r} is not a polynomial: choose e.g. poly11 to let ffopt shape it for rest"
+    if getattr(problem.reference, "prefilter", None):
+        return "a prefiltered reference has no time law to shape"
+    if traj.method.startswith("nlp") and traj.stats.get("strategy") == "noncausal":
+        return "the non-causal NLP plans its own rest (pre-/post-actuation)"
+    if problem.output.stated:
+        return "plans for a stated [output] hold are not shaped yet (they are checked after the table)"
+    return None
+
+
+def _end_text(end: dict) -> str:
+    return (f"link speed {end['link_speed_max_rad_s']:.3g} rad/s, motor speed {end['motor_speed_max_rad_s']:.3g} "
+            f"rad/s, input {end['input_offset_max']:.3g} from static at the last row")
 
 
 def _warn_unresolved_friction(problem: Problem, traj, say) -> None:

@@ -27,8 +27,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-REST_SPEED_RAD_S = 1e-4  # a plan "ends at rest" when every speed at its last row is below this
-REST_TORQUE_REL = 1e-4  # ... and its torque is the static torque to this fraction of the plan's peak
 MIN_SETTLE_S = 1.0
 SETTLE_PERIODS = 3.0  # default window: this many periods of the held arm's slowest mode
 MAX_SETTLE_S = 30.0
@@ -160,20 +158,16 @@ def settle_metrics(model, sim_move, sim_settle, hold: Hold, errors_mm, errors_mr
         residual_t_s=float(t[int(np.argmax(errors_mm))]))
 
 
-def plan_end_state(model, traj, hold: Hold) -> dict:
-    """How far the plan itself (its table's last row) is from rest: speeds and torque offset."""
-    L = model.layout
-    v = np.asarray(traj.v[-1], float)
-    motor = list(L.motor_of_input)
-    speeds = {"link_speed_max_rad_s": float(np.abs(v[:L.n_link]).max(initial=0.0)),
-              "motor_speed_max_rad_s": float(np.abs(v[motor]).max(initial=0.0))}
-    fastest = int(np.argmax(np.abs(v[:L.n_link]))) if L.n_link else 0
-    peak = float(np.abs(traj.u).max(initial=0.0))
-    offset = float(np.abs(np.asarray(traj.u[-1], float) - hold.u).max(initial=0.0))
-    at_rest = max(speeds.values()) < REST_SPEED_RAD_S and offset <= REST_TORQUE_REL * max(peak, 1e-300)
-    return {**speeds, "fastest_joint": model.coordinate_names()[fastest] if L.n_link else None,
-            "input_offset_max": offset, "static_input": hold.u.tolist(), "peak_input": peak,
-            "at_rest": bool(at_rest), "t_s": float(traj.t[-1])}
+def plan_end_state(model, traj) -> dict:
+    """How far the plan itself (its table's last row) is from rest (``ffopt.dae.rest_to_rest.ends_at_rest``:
+    speeds, input minus the static input), with the fastest link coordinate named."""
+    from ffopt.dae.rest_to_rest import ends_at_rest
+
+    at_rest, end = ends_at_rest(model, traj)
+    n_link = model.layout.n_link
+    fastest = int(np.argmax(np.abs(np.asarray(traj.v[-1], float)[:n_link]))) if n_link else None
+    return {**end, "at_rest": at_rest, "t_s": float(traj.t[-1]),
+            "fastest_joint": None if fastest is None else model.coordinate_names()[fastest]}
 
 
 @dataclass

@@ -46,8 +46,8 @@ from ffopt.io.problem import VerificationSettings
 from ffopt.models.flexible import FlexibleModel
 from ffopt.sim.baselines import pd_only, rigid_feedforward
 from ffopt.sim.plant import MotorPD, SimResult, StateFeedback, input_gains, pd_gains, simulate
-from ffopt.sim.settle import (JUDGED_CASE, Hold, SettleMetrics, Verdict, default_tolerances, hold_pose, judge,
-                              plan_end_state, settle_duration, settle_grid, settle_metrics)
+from ffopt.sim.settle import (JUDGED_CASE, Hold, SettleMetrics, Verdict, default_tolerances, held_eigenvalues,
+                              hold_pose, judge, plan_end_state, settle_duration, settle_grid, settle_metrics)
 
 CASE_SETS = ("default", "full")
 DEFAULT_CASES = ("feedforward_open_loop", "feedforward_pd")
@@ -113,6 +113,10 @@ class VerificationReport:
         if self.settle:
             lines.append(f"after the table: {self.settle['window_s']:.3g} s with the controller holding the final "
                          f"pose ({self.settle['settle_s_source']})")
+            growth = self.settle["open_loop_growth_rate_1_s"]
+            if growth > 1e-6 and "feedforward_open_loop" in self.cases:
+                lines.append(f"(open loop the held pose is unstable, growth rate {growth:.3g} 1/s: the open-loop "
+                             "residual grows from any error at the table's end)")
         e = self.end_state
         if e is not None:
             lines.append("plan ends at rest" if e["at_rest"] else
@@ -184,7 +188,7 @@ def verify(model: FlexibleModel, reference, traj, settings: VerificationSettings
     window, settle_info = settle_duration(model, q_end, kp_torque, kd_torque, settings.settle_s)
     t_settle = settle_grid(t[-1], window, np.diff(t).min()) if window > 0 else None
     tol_mm, tol_mrad, tol_source = _tolerances(model, settings)
-    end_state = plan_end_state(model, traj, plan_hold)
+    end_state = plan_end_state(model, traj)
 
     cases, sims, settle_sims, judged_errors = {}, {}, {}, None
     for name, (plant, u, loop, qs, interpolation, text, after) in runs.items():
@@ -204,13 +208,22 @@ def verify(model: FlexibleModel, reference, traj, settings: VerificationSettings
              "damping_ratio": settings.pd_damping_ratio}
     if model.drives is not None:  # gains on the voltage; the torque gains they come from
         gains.update(unit="V/rad, V s/rad", kp_torque=kp_torque.tolist(), kd_torque=kd_torque.tolist())
-    settle = {} if t_settle is None else {"window_s": window, **settle_info, "hold_input": plan_hold.u.tolist(),
+    settle = {} if t_settle is None else {"window_s": window, **settle_info,
+                                          "open_loop_growth_rate_1_s": _open_loop_growth(model, q_end),
+                                          "hold_input": plan_hold.u.tolist(),
                                           "hold_motor_angles_rad": plan_hold.qm.tolist(),
                                           "grid_step_s": float(t_settle[1] - t_settle[0])}
     verdict = judge(JUDGED_CASE, judged_errors, cases[JUDGED_CASE].settle, t, t_settle, tol_mm, tol_mrad, tol_source,
                     end_state, traj.stats.get("planned_tool_error_max_mm"))
     return VerificationReport(cases, sims, gains, settings.rtol, offset, skipped, case_set, settle_sims, settle,
                               end_state, verdict)
+
+
+def _open_loop_growth(model, q_end) -> float:
+    """Largest real part (1/s) of the arm's eigenvalues held by its static torque alone (no feedback): above
+    0 the open-loop case cannot stay at the pose after the table, whatever the plan (gravity tips it)."""
+    zero = np.zeros(model.layout.n_u)
+    return float(np.real(held_eigenvalues(model, q_end, zero, zero)).max())
 
 
 def _tolerances(model, settings) -> tuple[float, float, str]:

@@ -1,0 +1,147 @@
+"""Shaped time laws (reference.time_law_shape) and the rest-to-rest search (ffopt.dae.rest_to_rest).
+
+E12 (Moberg & Hanssen, inverse dynamics of flexible manipulators (DAE methods)): with poly11 the
+exact-tracking plan ends with the passive joint turning at 3.8 rad/s (its zero dynamics, -0.63 +- 50j
+rad/s, ring through rest_after); six shaping terms bring it to rest and lower the peak torque.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from fractions import Fraction
+from math import factorial
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import ffopt.dae.bdf as bdf
+from ffopt.dae.inverse import solve_inverse_bdf
+from ffopt.dae.rest_to_rest import ends_at_rest, shape_for_rest
+from ffopt.errors import ProblemError
+from ffopt.io.problem import load_problem, problem_from_dict
+from ffopt.reference.time_laws import TIME_LAWS, shape_basis, shaped_time_law
+
+PROBLEMS = Path(__file__).resolve().parents[1] / "problems"
+# regression values measured on 2026-11-27 (BDF-6, h = 1 ms, form I1; E1: h = 5 ms)
+E12_PEAK_POLY11 = 136193.4  # N m, poly11
+E12_PEAK_SHAPED = 98776.6  # N m, poly11 + 6 shaping terms at rest (-27 %)
+E1_PEAK_SHAPED = 62171.3  # N m, E1 simplified, 6 terms (poly11: 104610)
+
+
+def _plan(problem):
+    s = problem.solver
+    return solve_inverse_bdf(problem.model, problem.reference, s.order, s.step, s.form, s.scaling_power,
+                             problem.reference_spec.joint_guess)
+
+
+@pytest.mark.parametrize("base,shape", [("poly11", [-0.0858, -0.5376, -0.1770, -0.2660, -0.0052, -0.0915]),
+                                        ("hermite9", [0.02, -0.1]), ("poly15", [0.01])])
+def test_a_shaped_law_keeps_the_ends_and_their_zero_derivatives(base, shape):
+    law = shaped_time_law(base, shape)
+    n = TIME_LAWS[base].n_zero_derivs
+    assert "shape" in law.name and law.n_zero_derivs == n and law.degree == 2 * n + 1 + len(shape)
+    assert law(np.array([0.0]))[0] == 0.0 and law(np.array([1.0]))[0] == 1.0
+    for k in range(1, n + 1):
+        assert np.abs(law(np.array([0.0, 1.0]), k)).max() < 1e-12, k
+    # the Bernstein form equals the exact rational polynomial (derivatives 0..3 inside the interval)
+    exact = list(law.exact_coefficients)
+    for tau in (Fraction(1, 7), Fraction(1, 2), Fraction(5, 6)):
+        for k in range(4):
+            value = sum(c * (factorial(j) // factorial(j - k)) * tau ** (j - k) for j, c in enumerate(exact) if j >= k)
+            assert law(np.array([float(tau)]), k)[0] == pytest.approx(float(value), rel=1e-12, abs=1e-12)
+
+
+def test_shape_terms_vanish_at_the_ends_and_are_order_one():
+    tau = np.linspace(0.0, 1.0, 1001)
+    for i in range(1, 7):
+        c = [float(x) for x in shape_basis(5, i)]
+        assert all(x == 0 for x in shape_basis(5, i)[:6])  # tau^6 divides phi_i
+        assert 0.05 < np.abs(np.polynomial.polynomial.polyval(tau, c)).max() <= 1.0 + 1e-12
+
+
+def test_a_shape_that_turns_s_backwards_next_to_an_end_is_refused():
+    """s' ~ g(1) (1 - tau)^5 near tau = 1 is ~1e-13 there: the check divides the zeros out."""
+    shaped_time_law("poly11", [0.11])  # g(1) = 2772 (1 - 0.11 / 0.1128...) > 0
+    with pytest.raises(ProblemError, match=r"not monotone: s'\(tau\) < 0 for tau in \[0\.9"):
+        shaped_time_law("poly11", [0.12])
+
+
+def test_a_non_monotone_shape_or_a_cinf_base_is_refused_naming_the_field():
+    problem = load_problem(PROBLEMS / "e12_line.toml")
+    with pytest.raises(ProblemError, match=r"reference\.time_law_shape: .*not monotone: s'\(tau\) < 0 for tau in"):
+        problem.with_values({"reference.time_law_shape": [3.0]})
+    with pytest.raises(ProblemError, match=r"reference\.time_law_shape: shaping terms need a polynomial"):
+        problem.with_values({"reference.time_law": "cinf", "reference.time_law_shape": [0.1]})
+
+
+def test_a_problem_with_a_shape_round_trips_through_toml():
+    shape = [-0.0858, -0.5376, -0.1770, -0.2660, -0.0052, -0.0915]
+    problem = load_problem(PROBLEMS / "e12_line.toml").with_values({"reference.time_law_shape": shape})
+    again = problem_from_dict(tomllib.loads(problem.to_toml()), "again")
+    assert again.reference_spec.time_law_shape == tuple(shape) == problem.reference_spec.time_law_shape
+    assert again.reference.time_law == problem.reference.time_law == "poly11+shape6"
+    t = np.linspace(0.0, problem.reference.t_end, 97)
+    assert np.array_equal(again.reference.evaluate(t, 3), problem.reference.evaluate(t, 3))
+
+
+@pytest.fixture(scope="module")
+def e12():
+    problem = load_problem(PROBLEMS / "e12_line.toml")
+    base = _plan(problem)  # compiles (or loads) the BDF step: the search must reuse it
+    builds = []
+    original = bdf._build_functions
+    bdf._build_functions = lambda *a, **k: builds.append(1) or original(*a, **k)
+    try:
+        shape, info = shape_for_rest(problem, 6)
+    finally:
+        bdf._build_functions = original
+    shaped = problem.with_values({"reference.time_law_shape": shape.tolist()})
+    return problem, base, shape, info, shaped, _plan(shaped), builds
+
+
+def test_e12_poly11_ends_moving(e12):
+    problem, base, *_ = e12
+    rest, end = ends_at_rest(problem.model, base)
+    assert not rest and end["link_speed_max_rad_s"] > 3.0 and end["input_offset_max"] > 1e4
+
+
+def test_e12_shaped_plan_ends_at_rest_with_a_lower_peak(e12):
+    problem, base, shape, info, shaped, traj, builds = e12
+    assert info["at_rest"] and info["needed"] and not builds  # a new law is new data, not a new compile
+    rest, end = ends_at_rest(shaped.model, traj)
+    assert rest
+    assert max(end["link_speed_max_rad_s"], end["motor_speed_max_rad_s"]) < 1e-4
+    assert end["input_offset_max"] < 1e-3 and end["q_offset_max"] < 1e-8  # N m, rad
+    peak, peak0 = np.abs(traj.u).max(), np.abs(base.u).max()
+    assert peak0 == pytest.approx(E12_PEAK_POLY11, rel=1e-4)
+    assert peak <= peak0 and peak == pytest.approx(E12_PEAK_SHAPED, rel=0.01)
+    assert info["peak_input_after"] == pytest.approx(peak, rel=1e-9)
+    assert info["bdf_solves"] < 200 and info["iterations"] <= 15
+
+
+def test_e12_shaped_plan_tracks_the_same_line_exactly(e12):
+    problem, _, _, _, shaped, traj, _ = e12
+    tool = traj.tool[:, [0, 2]]  # outputs x, z
+    assert np.abs(tool - traj.y_ref).max() < 1e-9  # m: the BDF's planned error
+    spec = problem.reference_spec
+    p0, p1 = spec.start, spec.end
+    along = (traj.y_ref - p0) @ (p1 - p0) / np.dot(p1 - p0, p1 - p0)
+    off = traj.y_ref - p0 - np.outer(along, p1 - p0)
+    assert np.abs(off).max() < 1e-12 and np.all(np.diff(along) >= -1e-15)  # on the line, never backwards
+    assert along[0] == pytest.approx(0.0, abs=1e-15) and along[-1] == pytest.approx(1.0, abs=1e-15)
+
+
+def test_e1_needs_enough_shaping_terms_or_a_longer_move():
+    """E1 simplified (zero dynamics -2 +- 63j rad/s): two terms find no monotone rest-to-rest law in the
+    0.1 s move (the best still turns at ~1.6 rad/s) and need a 1.25x longer one; six terms rest within
+    0.1 s, s' then touching the monotonicity margin (the law nearly dwells)."""
+    problem = load_problem(PROBLEMS / "e1_simplified.toml")
+    _, info = shape_for_rest(problem, 2, duration_factors=(1.25, 1.5))
+    assert not info["at_rest"] and "no monotone rest-to-rest law" in info["message"]
+    assert info["end_after"]["link_speed_max_rad_s"] > 0.1 and info["end_residual_max"] > 1.0
+    assert info["duration_needed_s"] == pytest.approx(0.125) and info["duration_factor"] == 1.25
+    shape, info = shape_for_rest(problem, 6, duration_factors=())
+    assert info["at_rest"] and info["peak_input_after"] == pytest.approx(E1_PEAK_SHAPED, rel=0.01)
+    shaped = problem.with_values({"reference.time_law_shape": shape.tolist()})
+    assert ends_at_rest(shaped.model, _plan(shaped))[0]

@@ -229,7 +229,8 @@ def _legendre_in_tau(k: int) -> list[Fraction]:
 def shape_basis(n_zero_derivs: int, i: int) -> tuple[Fraction, ...]:
     """Exact ascending coefficients of phi_i(tau) = (4 tau (1 - tau))^(n+1) P_(i-1)(2 tau - 1), i >= 1.
 
-    phi_i and its derivatives 1..n vanish at tau = 0 and 1; max |phi_i| = 1 on [0, 1]."""
+    phi_i and its derivatives 1..n vanish at tau = 0 and 1; |phi_i| <= 1 on [0, 1] (1 for i = 1;
+    0.17 .. 0.1 for i = 2 .. 6 at n = 5)."""
     w = [Fraction(1)]
     for _ in range(n_zero_derivs + 1):
         w = _poly_mul(w, [Fraction(0), Fraction(4), Fraction(-4)])

@@ -31,7 +31,7 @@ from ffopt.reference.build import reference_from_spec
 from ffopt.reference.paths import time_law_peak
 from ffopt.reference.time_laws import monotonicity_margin, shaped_time_law
 
-__all__ = ["ends_at_rest", "shape_for_rest", "REST_SPEED_RAD_S", "REST_TORQUE_REL", "DURATION_FACTORS"]
+__all__ = ["ends_at_rest", "shape_for_rest", "with_duration_factor", "REST_SPEED_RAD_S", "REST_TORQUE_REL", "DURATION_FACTORS"]
 
 REST_SPEED_RAD_S = 1e-4  # at rest: every link and motor speed below this at the last row
 REST_TORQUE_REL = 1e-6  # ... and the input within this fraction of the plan's peak |u| of the static input

@@ -455,6 +455,30 @@ def _run_process(args: list[str]) -> tuple[float, float, float]:
     return wall, cpu, rss
 
 
+def settle_overhead_line(repeats: int = 5) -> str:
+    """The default verification of the E12 plan with and without the settle window after the table,
+    timed alternately in one process (CPU time, median): what the window costs."""
+    from dataclasses import replace
+
+    from ffopt.io.problem import load_problem
+    from ffopt.plan import plan
+    from ffopt.sim.verify import verify
+
+    problem = load_problem(_problem_file("e12_line.toml"))
+    result = plan(problem, verify=False)
+    settings = result.problem.verification
+    times = {"without": [], "with": []}
+    for _ in range(max(2, repeats)):
+        for label, ver in (("without", replace(settings, settle_s=0.0)), ("with", settings)):
+            t0 = time.process_time()
+            report = verify(result.problem.model, result.problem.reference, result.trajectory, ver)
+            times[label].append(time.process_time() - t0)
+    a, b = statistics.median(times["without"]), statistics.median(times["with"])
+    return (f"E12 default verification, CPU (median of {max(2, repeats)}, alternating): {1e3 * a:.0f} ms without the "
+            f"settle window, {1e3 * b:.0f} ms with it ({report.settle['window_s']:.2f} s window): x{b / a:.2f} "
+            "(target: at most x1.3)")
+
+
 def plan_process_table(repeats: int = 5) -> str:
     """The whole `ffopt plan problems/e12_line.toml --no-plots` process (interpreter start to files
     written) with the default and with the full verification, and `ffopt --help`: wall, CPU, peak
@@ -488,7 +512,9 @@ def plan_process_table(repeats: int = 5) -> str:
                  f"(previous {PREVIOUS['path_check_s']} s), inverse dynamics {1e3 * stages.get('inverse_dynamics', 0):.1f} ms "
                  f"(BDF call {1e3 * stages.get('bdf_call', 0):.1f} ms, loop {1e3 * stages.get('bdf_loop', 0):.1f} ms; previous call "
                  f"{PREVIOUS['bdf_call_ms']} ms), verification {1e3 * stages.get('verification', 0):.0f} ms "
-                 f"(previous, 7 cases: {PREVIOUS['verification_s']} s).")
+                 f"(previous, 7 cases: {PREVIOUS['verification_s']} s), rest-to-rest shaping "
+                 f"{1e3 * stages.get('rest_to_rest', 0):.0f} ms.")
+    lines.append(settle_overhead_line(repeats))
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     note = " PYTHONDONTWRITEBYTECODE is set: ffopt's modules are compiled from source in every process." \
         if os.environ.get("PYTHONDONTWRITEBYTECODE") else ""

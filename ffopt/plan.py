@@ -318,8 +318,6 @@ def _unshapeable(problem: Problem, traj) -> str | None:
         return "a prefiltered reference has no time law to shape"
     if traj.method.startswith("nlp") and traj.stats.get("strategy") == "noncausal":
         return "the non-causal NLP plans its own rest (pre-/post-actuation)"
-    if problem.output.stated:
-        return "plans for a stated [output] hold are not shaped yet (they are checked after the table)"
     return None
 
 

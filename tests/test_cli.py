@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ffopt.cli.main import main
+from ffopt.cli.main import EXIT_MISSED_TOLERANCE, main
 from ffopt.io.results import read_trajectory_csv
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -19,7 +19,9 @@ E1 = ROOT / "problems" / "e1_simplified.toml"
 @pytest.fixture(scope="module")
 def e1_out(tmp_path_factory):
     out = tmp_path_factory.mktemp("plan") / "e1"
-    assert main(["plan", str(E1), "--out", str(out), "--quiet", "--verify", "full"]) == 0
+    # E1 at Moberg & Hanssen's 5 ms step misses the default 0.2 mm during the move once it is made
+    # rest-to-rest (0.64 mm with the PD, measured 2026-11-27; results/rest_to_rest.md): written, exit 3
+    assert main(["plan", str(E1), "--out", str(out), "--quiet", "--verify", "full"]) == EXIT_MISSED_TOLERANCE
     return out
 
 

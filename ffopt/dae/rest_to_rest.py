@@ -22,7 +22,6 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from scipy.optimize import linprog
 
 from ffopt.dae.equilibrium import static_equilibrium
 from ffopt.dae.inverse import solve_inverse_bdf
@@ -127,6 +126,8 @@ def _lp_step(U, JU, r, Jr, G, g, radius: float, weight: float):
          np.hstack([-G, np.zeros((len(g), 1 + m))])]
     b = np.concatenate([-U, U, -r, r, g])
     bounds = [(-radius, radius)] * n + [(0, None)] * (1 + m)
+    from scipy.optimize import linprog  # ~0.3 s to import: only when a plan is shaped
+
     res = linprog(cost, A_ub=np.vstack(A), b_ub=b, bounds=bounds, method="highs")
     if res.status != 0:
         return None, np.inf

@@ -47,6 +47,13 @@ class SimulationResult:
     model: object = field(repr=False)  # planning model (the controller's design model)
     plant: object = field(repr=False)  # the simulated plant
     timings: dict = field(default_factory=dict)
+    settle: dict = field(default_factory=dict)  # the window after the table and the hold (ffopt.sim.settle)
+    verdict: object = None  # ffopt.sim.settle.Verdict on the main case
+    settle_simulations: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def status(self) -> str:
+        return "verified" if self.verdict is None else self.verdict.status
 
     @property
     def cases(self) -> dict:
@@ -63,12 +70,14 @@ class SimulationResult:
         return list(self.runs)
 
     def table(self) -> str:
-        angles = any(c.max_mrad is not None for c in self.cases.values())
-        head = f"{'case':34s} {'max [mm]':>11s} {'rms [mm]':>11s} {'start [mm]':>11s} {'final [mm]':>11s}"
-        lines = [f"plant: {self.plant_label}", self.gains.text(self.model), head + (f" {'max [mrad]':>11s}" if angles else "")]
-        for c in self.cases.values():
-            lines.append(f"{c.name:34s} {c.max_mm:11.4g} {c.rms_mm:11.4g} {c.start_mm:11.4g} {c.final_mm:11.4g}"
-                         + (f" {c.max_mrad:11.4g}" if angles else ""))
+        from ffopt.sim.verify import case_table
+
+        lines = [f"plant: {self.plant_label}", self.gains.text(self.model)] + case_table(self.cases.values())
+        if self.settle:
+            lines.append(f"after the table: {self.settle['window_s']:.3g} s holding the final pose "
+                         f"({self.settle['settle_s_source']})")
+        if self.verdict is not None:
+            lines.append(self.verdict.line())
         return "\n".join(lines)
 
     def summary(self) -> dict:
@@ -80,6 +89,8 @@ class SimulationResult:
                 "plant": {"label": self.plant_label, "changes": self.plant_changes},
                 "controller": self.gains.to_dict(),
                 "main_case": self.main,
+                "status": self.status, "verdict": None if self.verdict is None else self.verdict.to_dict(),
+                "settle": self.settle,
                 "tool_error": {n: r.to_dict() for n, r in self.runs.items()},
                 "integrator": "cvodes", "rtol": self.problem.verification.rtol,
                 "wall_time_s": self.timings, "versions": versions()}
@@ -182,6 +193,7 @@ def simulate(problem: Problem | str | Path, plan, plant=None, values: dict | Non
     tic = time.perf_counter()
     if not isinstance(problem, Problem):
         problem = load_problem(problem)
+    problem = _with_planned_time_law(plan, problem, say)
     model, reference = problem.model, problem.reference
     traj, plan_source = plan_trajectory(plan, problem)
     note = _planned_robot_note(plan, problem)
@@ -215,9 +227,52 @@ def simulate(problem: Problem | str | Path, plan, plant=None, values: dict | Non
         start = q0 if nominal and ff.name == "elastic" else None
         runs[name] = run_closed_loop(name, plant_model, model, ff, gains, y_ref, tool_ref, ver.rtol, q_start=start,
                                      plant_label=label, q_guess=q0)
-    timings["simulation"] = time.perf_counter() - tic
     main = f"feedforward_{CASE_SUFFIX[controller]}"
-    return SimulationResult(problem, label, changes, plan_source, gains, runs, main, traj, model, plant_model, timings)
+    say(f"after the table: holding the final pose on the {label} plant")
+    settle, verdict, settle_sims = _after_the_table(problem, traj, runs, main, gains, plant_model, y_ref, tool_ref,
+                                                    label)
+    timings["simulation"] = time.perf_counter() - tic
+    return SimulationResult(problem, label, changes, plan_source, gains, runs, main, traj, model, plant_model, timings,
+                            settle, verdict, settle_sims)
+
+
+def _after_the_table(problem, traj, runs, main, gains, plant, y_ref, tool_ref, plant_label="nominal"):
+    """Every run goes on for the settle window with the controller holding the final pose of the planning
+    model (its static torque; the loop about its static state), as ``ffopt plan``'s verification; the
+    verdict on the main case. Returns (settle info, Verdict, settle simulations)."""
+    from ffopt.dae.equilibrium import static_equilibrium
+    from ffopt.sim.plant import StateFeedback, pd_gains
+    from ffopt.sim.settle import default_tolerances, hold_pose, judge, plan_end_state, settle_duration, settle_grid
+    from ffopt.sim.verify import motor_hold, settle_case, tool_errors
+
+    model, ver = problem.model, problem.verification
+    L = model.layout
+    q_end = static_equilibrium(model, y_ref[-1], traj.q[-1, :L.n_link], where=f"the end of the path (t = {traj.t[-1]:.4g} s)")
+    hold = hold_pose(model, q_end)
+    kp, kd = pd_gains(model, q_end, ver.pd_bandwidth_hz, ver.pd_damping_ratio)
+    window, info = settle_duration(model, q_end, kp, kd, ver.settle_s)
+    if window <= 0:
+        return {}, None, {}
+    t_settle = settle_grid(traj.t[-1], window, np.diff(traj.t).min())
+    n = len(t_settle)
+    mm, mrad = default_tolerances(model)
+    tol_mm = ver.tolerance_mm if ver.tolerance_mm is not None else mm
+    tol_mrad = ver.tolerance_mrad if ver.tolerance_mrad is not None else mrad
+    x_hold = np.concatenate([q_end, np.zeros(L.nq)])
+    loop = {"none": None, "pd": motor_hold(gains.kp, gains.kd, hold.qm, n) if gains.controller == "pd" else None,
+            "pd+state": StateFeedback(np.asarray(gains.K, float), np.tile(x_hold, (n, 1)))}[gains.controller]
+    sims = {}
+    for name, run in runs.items():
+        sims[name], run.error.settle = settle_case(name, plant, run.simulation, hold, loop, t_settle, y_ref, tool_ref,
+                                                   model, tol_mm, tol_mrad, ver.rtol)
+    source = "verification.tolerance_mm" if ver.tolerance_mm is not None else "default: 1e-4 of the arm's reach"
+    errors = tool_errors(runs[main].simulation, y_ref, tool_ref, model.output_units)
+    end = plan_end_state(model, traj) if np.all(np.isfinite(traj.v[-1])) else None
+    verdict = judge(main, errors, runs[main].error.settle, traj.t, t_settle, tol_mm, tol_mrad, source, end)
+    if plant is not model:  # what the plan cannot know about
+        for miss in verdict.misses:
+            miss["cause"] = f"the plant differs from the planning model ({plant_label}); or {miss['cause']}"
+    return {"window_s": window, **info, "hold_input": hold.u.tolist()}, verdict, sims
 
 
 def plan_trajectory(plan, problem: Problem) -> tuple[Trajectory, str]:
@@ -236,6 +291,28 @@ def plan_trajectory(plan, problem: Problem) -> tuple[Trajectory, str]:
         traj = _saved_trajectory(saved, problem)
     _check_reference(problem, traj, source)
     return traj, source
+
+
+def _with_planned_time_law(plan, problem: Problem, say) -> Problem:
+    """PROBLEM with the time-law shape the plan was made with (``ffopt plan`` shapes the time law of a plan
+    that would end moving: its problem.toml holds ``reference.time_law_shape``), said on the console."""
+    import tomllib
+
+    from ffopt.plan import PlanResult
+
+    if isinstance(plan, PlanResult):
+        shape = list(plan.problem.reference_spec.time_law_shape)
+    else:
+        path = Path(getattr(plan, "folder", plan)) / "problem.toml"
+        try:
+            shape = list(tomllib.loads(path.read_text()).get("reference", {}).get("time_law_shape", []))
+        except (OSError, ValueError):
+            return problem
+    if not shape or list(problem.reference_spec.time_law_shape) == shape:
+        return problem
+    say(f"note: the plan was made with a rest-to-rest time law (reference.time_law_shape = {shape}); "
+        f"{problem.source}'s path is simulated with it")
+    return problem.with_values({"reference.time_law_shape": shape})
 
 
 def _planned_robot_note(plan, problem: Problem) -> str | None:

@@ -242,6 +242,7 @@ def plan(problem: Problem | str | Path, method: str | None = None, order: int | 
         report = run_verification(model, reference, traj, problem.verification, guess, cases=cases,
                                   hold=traj.stats.get("hold", "linear"))
         timings["verification"] = time.perf_counter() - tic
+        _explain_ringing(report, method_choice.get("rest_to_rest"))
     settings = {"method": s.method, "order": s.order, "step_s": s.step, "form": s.form,
                 "scaling_power": traj.stats.get("scaling_power"), "compile": compile,
                 "output": {"sample_time_s": traj.stats.get("sample_time_s"), "hold": traj.stats.get("hold", "linear"),
@@ -305,6 +306,18 @@ def _end_at_rest(problem: Problem, traj, method_choice: dict, say, compile: bool
     say(f"rest-to-rest time law: {info['iterations']} iterations, {info['bdf_solves']} BDF solves, "
         f"{info['search_time_s']:.2f} s; peak input {end['peak_input']:.4g} -> {np.abs(new.u).max():.4g}")
     return shaped, new
+
+
+def _explain_ringing(report, record: dict | None) -> None:
+    """A miss after the table of a plan that could not be made rest-to-rest names why, and the move that would rest."""
+    if report is None or report.verdict is None or not record or record.get("shaped", True):
+        return
+    needed = record.get("duration_needed_s")
+    why = record.get("reason", "no rest-to-rest time law")
+    for miss in report.verdict.misses:
+        if miss["phase"].startswith("after the table"):
+            miss["cause"] = (f"{miss['cause'].split(';')[0]}; {why}"
+                             + (f"; a move of {needed:.4g} s ends at rest (reference.duration)" if needed else ""))
 
 
 def _unshapeable(problem: Problem, traj) -> str | None:

@@ -88,4 +88,6 @@ def run(args) -> int:
         out = result.save(args.out, plots=not args.no_plots, force=args.force)
         say(f"wrote {out}")
     print(result.table())
-    return 0
+    from ffopt.cli.main import plan_exit_code
+
+    return plan_exit_code(result)

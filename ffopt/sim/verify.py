@@ -201,9 +201,10 @@ def verify(model: FlexibleModel, reference, traj, settings: VerificationSettings
             judged_errors = errors
         if t_settle is not None:
             after = after or Hold(plan_hold.u, plan_hold.qm if loop is not None else None, plan_hold.q, plan_hold.z)
+            hold_loop = None if loop is None else motor_hold(kp, kd, after.qm, len(t_settle))
             settle_sims[name], cases[name].settle = settle_case(
-                name, plant, sims[name], after, kp if loop is not None else None, kd, t_settle, y_ref, tool_ref,
-                model, tol_mm, tol_mrad, settings.rtol)
+                name, plant, sims[name], after, hold_loop, t_settle, y_ref, tool_ref, model, tol_mm, tol_mrad,
+                settings.rtol)
     gains = {"kp": kp.tolist(), "kd": kd.tolist(), "bandwidth_hz": settings.pd_bandwidth_hz,
              "damping_ratio": settings.pd_damping_ratio}
     if model.drives is not None:  # gains on the voltage; the torque gains they come from
@@ -234,14 +235,16 @@ def _tolerances(model, settings) -> tuple[float, float, str]:
             settings.tolerance_mrad if settings.tolerance_mrad is not None else mrad, source)
 
 
-def settle_case(name, plant, sim: SimResult, after: Hold, kp, kd, t_settle, y_ref, tool_ref, model, tol_mm, tol_mrad,
+def motor_hold(kp, kd, qm, n: int) -> MotorPD:
+    """The motor PD holding the motor angles qm (speed reference 0) on a grid of n points."""
+    return MotorPD(kp, kd, np.tile(qm, (n, 1)), np.zeros((n, len(qm))))
+
+
+def settle_case(name, plant, sim: SimResult, after: Hold, loop, t_settle, y_ref, tool_ref, model, tol_mm, tol_mrad,
                 rtol) -> tuple[SimResult, SettleMetrics]:
     """Simulate the settle window of one case from where its table left the plant, with the hold ``after``
-    (its input, and the PD on its motor angles where the case has the loop)."""
-    n, N = len(t_settle), plant.layout.n_u
-    loop = None
-    if kp is not None and after.qm is not None:
-        loop = MotorPD(kp, kd, np.tile(after.qm, (n, 1)), np.zeros((n, N)))
+    (its input) and ``loop`` (the case's feedback about the held pose on the settle grid, or None)."""
+    n = len(t_settle)
     z0 = None if sim.z is None or sim.z.size == 0 else sim.z[-1]
     try:
         s = simulate(plant, t_settle, np.tile(after.u, (n, 1)), sim.q[-1], sim.v[-1], pd=loop, rtol=rtol,
@@ -251,7 +254,8 @@ def settle_case(name, plant, sim: SimResult, after: Hold, kp, kd, t_settle, y_re
     end_ref = np.tile(y_ref[-1], (n, 1))
     end_tool = None if tool_ref is None else np.tile(tool_ref[-1], (n, 1))
     e_mm, e_mrad = tool_errors(s, end_ref, end_tool, model.output_units)
-    text = "static torque of the final pose" + (" + motor PD on its static motor angles" if loop is not None else "")
+    text = "static torque of the final pose" + ("" if loop is None else " + motor PD on its static motor angles"
+                                                if isinstance(loop, MotorPD) else " + the state feedback about it")
     return s, settle_metrics(model, sim, s, after, e_mm, e_mrad, tol_mm, tol_mrad, text)
 
 

@@ -32,6 +32,7 @@ from ffopt.io.electrics import ELECTRICS_SCHEMA, check_electric_chain, parse_ele
 from ffopt.io.flexible_links import FLEXIBLE_SCHEMA, parse_flexible_links
 from ffopt.io.reference_spec import ReferenceSpec, parse_reference
 from ffopt.io.schema import Field, Validator, non_negative, positive
+from ffopt.io.urdf import UrdfChain, looks_like_urdf
 from ffopt.models.chain import JOINT_KINDS, ROTOR_COUPLINGS, Body, Chain, Joint, SpringGroup, rotation_rpy
 from ffopt.models.flexible import AXES, COULOMB_SMOOTHING, ORIENTATION, FlexibleModel
 from ffopt.nlp import settings as nlp_settings
@@ -81,10 +82,14 @@ JOINT_SCHEMA = {
     "name": Field("str", required=True,
                   doc="joint name: letters, digits, _, -, . (names the CSV columns u_<name>, q_<name>, ... and "
                       "the dotted field names model.joints.<name>.<key>)"),
-    "kind": Field("str", required=True, choices=JOINT_KINDS,
+    "kind": Field("str", required=True, choices=(*JOINT_KINDS, "locked"),
                   doc="elastic_gear: a motor with its own angle behind an elastic gear (needs stiffness and "
                       "motor_inertia); direct: the torque acts on the joint itself; passive: a non-actuated "
-                      "spring-damper with rest angle 0"),
+                      "spring-damper with rest angle 0; locked (URDF joints only): fixed at angle_deg, its link "
+                      "merged into the preceding one like a fixed joint"),
+    "angle_deg": Field("float", unit="deg",
+                       doc="kind locked: the angle the joint is fixed at (default 0; a prismatic joint is locked at "
+                           "position 0)"),
     "axis": Field("vector", length=3, doc="rotation axis in the joint frame (normalised; one axis)"),
     "axes": Field("matrix", doc="passive joints: 2-3 successive axes at one point, one row each (a multi-axis "
                                 "elastic bearing, expanded into joints <name>_1, <name>_2, ...), instead of axis"),
@@ -96,6 +101,9 @@ JOINT_SCHEMA = {
     "rotation": Field("matrix", doc="joint frame in the previous body's frame as a 3x3 rotation matrix (columns = "
                                     "the joint frame's axes), instead of rpy_deg"),
     **_INERTIA_FIELDS,
+    "mass": Field("float", check=non_negative, unit="kg",
+                  doc="mass of the rigid body the joint moves (required in a chain written in the problem file; "
+                      "with [model] urdf the bodies come from the URDF)"),
     "stiffness": Field("float", default=0.0, check=non_negative, unit="N m/rad",
                        doc="gear stiffness (elastic_gear) or joint spring (passive), arm side: torque k d + "
                            "stiffness_cubic d^3 + damping d' on the deflection d (motor angle - link angle; a "
@@ -157,19 +165,34 @@ MODEL_SCHEMA = {
     "outputs": Field("str_list", doc="controlled outputs: tool coordinates x, y, z, tool-frame angles yaw, "
                                      "pitch, roll, and actuated joint names (link-side angles); as many as actuated "
                                      "joints; default x, y, z"),
-    "tool_origin": Field("vector", required=True, length=3, unit="m", doc="tool point in the last body's frame"),
+    "urdf": Field("str", doc="the robot from a URDF file instead of a chain written here: a path relative to the "
+                             "problem file, or package://<package>/<path> (found in $ROS_PACKAGE_PATH or beside the "
+                             "problem file). Its links, joint frames, axes, inertials and limits make the chain "
+                             "between base_link and tip_link; [[model.joints]] entries name URDF joints and give "
+                             "their drives (docs/models.md, \"URDF models\")"),
+    "base_link": Field("str", doc="with urdf: the fixed link the chain starts at (its frame is the base frame of "
+                                  "gravity and the tool path); required with urdf"),
+    "tip_link": Field("str", doc="with urdf: the link the chain ends at (tool_origin and the payload are given in "
+                                 "its frame); required with urdf"),
+    "tool_origin": Field("vector", required=True, length=3, unit="m",
+                         doc="tool point in the last body's frame (with urdf: in tip_link's frame)"),
     "tool_rpy_deg": Field("vector", length=3, unit="deg",
-                          doc="tool frame in the last body's frame: URDF roll, pitch, yaw"),
+                          doc="tool frame in the last body's frame (with urdf: tip_link's frame): URDF roll, pitch, "
+                              "yaw"),
     "constant_inertia": Field("matrix", unit="kg m^2",
                               doc="a constant mass matrix (one row per joint) instead of the rigid-body dynamics: "
                                   "no Coriolis, centripetal or gravity terms (Moberg & Hanssen's E1 simplified)"),
     "rotor_coupling": Field("str", default="reduced", choices=ROTOR_COUPLINGS,
                             doc="reduced: Spong's model; full: rotor gyroscopic coupling (motors on the "
                                 "preceding link)"),
-    "payload": Field("table", default=None, schema=PAYLOAD_SCHEMA, doc="load fixed to the last body"),
-    "joints": Field("tables", required=True, schema=JOINT_SCHEMA,
+    "payload": Field("table", default=None, schema=PAYLOAD_SCHEMA,
+                     doc="load fixed to the last body (with urdf: given in tip_link's frame)"),
+    "joints": Field("tables", default=None, schema=JOINT_SCHEMA,
                     doc="the joints in chain order from the base, one [[model.joints]] entry each: the joint and "
-                        "the rigid body it moves (mass, com, inertia in the body's frame)"),
+                        "the rigid body it moves (mass, com, inertia in the body's frame); required without urdf. "
+                        "With urdf: entries name URDF joints (any order) and give only their drive (kind, "
+                        "stiffness, damping, motor_inertia, gear_ratio, friction, ...); a joint of the chain "
+                        "without an entry is a direct drive"),
 }
 
 SOLVER_SCHEMA = {
@@ -233,7 +256,8 @@ NLP_SCHEMA = {
                        doc="smoothness: integral of (du/dt)^2; effort: integral of (u - u at rest)^2; tracking "
                            "(band or penalty tracking only): the tool error alone"),
     "torque_max": Field("vector", check=all_positive, unit="N m",
-                        doc="bound on |u| per motor, one value per actuated joint in chain order"),
+                        doc="bound on |u| per motor, one value per actuated joint in chain order; or \"urdf\": the "
+                            "effort limits of the URDF's joints ([model] urdf)"),
     "voltage_max": Field("vector", check=all_positive, unit="V",
                          doc="bound on the armature voltage |u| per motor (drives with electrics), one value per "
                              "actuated joint; torque_max then bounds the motor torque (the current)"),
@@ -268,9 +292,13 @@ NLP_SCHEMA = {
                  doc="IPOPT's convergence tolerance tol (constraint violation: 1e-3 tol)"),
     "max_iter": Field("int", default=nlp_settings.MAX_ITER, check=lambda n: None if n > 0 else f"must be > 0, got {n}",
                       doc="iteration limit of the NLP solve (CLI: --max-iter)"),
-    "max_wall_time_s": Field("float", default=nlp_settings.MAX_WALL_TIME_S, check=positive, unit="s",
-                             doc="wall-time limit of the NLP solve: transcription, set-up, iterations, per "
-                                 "NLP attempt (method auto makes at most two) (CLI: --max-time)"),
+    "max_cpu_time_s": Field("float", default=nlp_settings.MAX_CPU_TIME_S, check=positive, unit="s",
+                            doc="CPU-time limit of the NLP solve (this process and its solver worker): "
+                                "transcription, set-up, iterations, per NLP attempt (method auto makes at most "
+                                "two); the same on a busy or an idle machine"),
+    "max_wall_time_s": Field("float", default=None, check=positive, unit="s",
+                             doc="wall-time guard of the NLP solve, per NLP attempt; default "
+                                 f"{nlp_settings.WALL_GUARD_FACTOR:g} x max_cpu_time_s (CLI: --max-time)"),
 }
 
 HOLDS = ("zoh", "linear")
@@ -307,6 +335,8 @@ TOP_SCHEMA = {
 
 class _ProblemValidator(Validator):
     def value(self, x, field, where):
+        if where == "nlp.torque_max" and x == "urdf":
+            return x  # the URDF's effort limits, resolved with the chain (_nlp_settings)
         if field.kind == "str_list":
             if not isinstance(x, list) or not x or not all(isinstance(c, str) and c for c in x):
                 self.fail(where, f"expected a non-empty list of names, got {x!r}")
@@ -384,6 +414,7 @@ class Problem:
     flexible_links: tuple = ()  # ffopt.models.flexible_links.FlexibleLink per flexible link body
     output: OutputSettings = field(default_factory=OutputSettings)
     raw: dict | None = field(default=None, repr=False, compare=False)  # the validated tables (None: built by hand)
+    urdf: UrdfChain | None = field(default=None, repr=False, compare=False)  # [model] urdf: what the URDF gave
 
     @classmethod
     def from_dict(cls, data: dict, source: str = "<memory>") -> "Problem":
@@ -470,7 +501,12 @@ def load_problem(path: str | Path) -> Problem:
     if not path.is_file():
         raise ProblemError(f"{path}: no such problem file")
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+        if looks_like_urdf(text, path):
+            raise ProblemError(f"{path}: this is a URDF robot description, not a problem file: write a problem file "
+                               f"with [model] urdf = \"{path.name}\", base_link, tip_link, tool_origin and a "
+                               "[reference] (docs/models.md, \"URDF models\"; e.g. problems/ur5_line.toml)")
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise ProblemError(f"{path}: not valid TOML: {err}") from None
     except UnicodeDecodeError:
@@ -491,8 +527,14 @@ def problem_from_dict(data: dict, source: str = "<memory>") -> Problem:
     data = plain(data)
     v = _ProblemValidator(source)
     d = v.table(data, TOP_SCHEMA, "")
-    chain = _build_chain(v, d["model"])
-    flexible = parse_flexible_links(v, d["model"]["joints"], chain)
+    urdf = None
+    if d["model"]["urdf"] is not None:
+        from ffopt.io.urdf import build_urdf_chain
+
+        chain, urdf, data["model"]["urdf"] = build_urdf_chain(v, d["model"], data["model"], source)
+    else:
+        chain = _build_chain(v, d["model"])
+    flexible = parse_flexible_links(v, [] if urdf else d["model"]["joints"], chain)
     outputs = tuple(d["model"]["outputs"] or ("x", "y", "z"))
     _check_outputs(v, outputs, chain)
     ref = parse_reference(v, d["reference"], outputs, chain)
@@ -500,11 +542,11 @@ def problem_from_dict(data: dict, source: str = "<memory>") -> Problem:
     ver = d["verification"]
     verification = VerificationSettings(**{**ver, "payload_scales": tuple(ver["payload_scales"])}) if ver \
         else VerificationSettings()
-    nlp = _nlp_settings(v, d["nlp"], [chain.joints[i].name for i in chain.actuated])
+    nlp = _nlp_settings(v, d["nlp"], [chain.joints[i].name for i in chain.actuated], urdf)
     _check_drive_bounds(v, nlp, chain)
     output = OutputSettings(**d["output"]) if d["output"] else OutputSettings()
     return Problem(d["name"], d["description"], chain, outputs, ref, solver, verification, source, nlp,
-                   flexible, output, data)
+                   flexible, output, data, urdf)
 
 
 def _check_drive_bounds(v: Validator, nlp: nlp_settings.NlpSettings, chain: Chain) -> None:
@@ -518,10 +560,21 @@ def _check_drive_bounds(v: Validator, nlp: nlp_settings.NlpSettings, chain: Chai
                "set by the voltage): bound the voltage (voltage_max) and the torque (torque_max) instead")
 
 
-def _nlp_settings(v: Validator, table: dict | None, motors: list[str]) -> nlp_settings.NlpSettings:
+def _nlp_settings(v: Validator, table: dict | None, motors: list[str], urdf: UrdfChain | None = None
+                  ) -> nlp_settings.NlpSettings:
     if not table:
         return nlp_settings.NlpSettings()
     t = dict(table)
+    if t["torque_max"] == "urdf":
+        if urdf is None:
+            v.fail("nlp.torque_max", "\"urdf\" takes the effort limits of a URDF model ([model] urdf); this chain "
+                   "is written in the problem file: give one bound per motor")
+        effort = {j.name: j.effort for j in urdf.joints}
+        missing = [m for m in motors if not np.isfinite(effort[m])]
+        if missing:
+            v.fail("nlp.torque_max", f"\"urdf\": {urdf.path.name} gives no effort limit for {', '.join(missing)}; "
+                   "give one bound per motor")
+        t["torque_max"] = [effort[m] for m in motors]
     for key in ("torque_max", "torque_rate_max", "voltage_max"):
         if t[key] is not None and len(t[key]) != len(motors):  # never broadcast one value to every motor
             v.fail(f"nlp.{key}", f"expected {len(motors)} values (one per motor: {', '.join(motors)}), "
@@ -533,9 +586,22 @@ def _nlp_settings(v: Validator, table: dict | None, motors: list[str]) -> nlp_se
 
 
 def _build_chain(v: Validator, m: dict) -> Chain:
+    if m["joints"] is None:
+        v.fail("model.joints", "missing required key: the joints of the chain, one [[model.joints]] entry each "
+               "(or the robot from a URDF file: [model] urdf = \"robot.urdf\")")
+    for key in ("base_link", "tip_link"):
+        if m[key] is not None:
+            v.fail(f"model.{key}", "belongs to a URDF model ([model] urdf); a chain written in the problem file "
+                   "starts at its base frame and ends at the last joint's body")
     joints, groups, names = [], [], set()
     for i, j in enumerate(m["joints"]):
         where = f"model.joints[{i + 1}]"
+        if j["mass"] is None:
+            v.fail(f"{where}.mass", "missing required key")
+        if j["kind"] == "locked" or j["angle_deg"] is not None:
+            v.fail(f"{where}.{'kind' if j['kind'] == 'locked' else 'angle_deg'}", "kind = \"locked\" (with "
+                   "angle_deg) is for the joints of a URDF model; in a chain written here, merge the body into "
+                   "the previous one")
         if not JOINT_NAME.fullmatch(j["name"]):
             v.fail(f"{where}.name", f"{j['name']!r}: use letters, digits, '_', '-' and '.' only "
                    "(the name labels CSV columns such as u_<name>)")

@@ -1,0 +1,475 @@
+"""URDF models ([model] urdf): the chain ffopt builds from a URDF has the mass matrix, Coriolis/centrifugal
+and gravity terms of Pinocchio's own model of the same file (pin.buildModelFromUrdf; locked joints:
+pin.buildReducedModel) to 1e-9 at random states, on the UR5 and Franka Panda of example-robot-data and on
+a small URDF with fixed joints, rotated inertials, rpy joint origins and a continuous joint; every error
+names the file and the field."""
+
+from __future__ import annotations
+
+import os
+import re
+import textwrap
+from importlib import metadata
+from pathlib import Path
+
+import casadi as ca
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from ffopt.cli.main import main
+from ffopt.errors import ProblemError
+from ffopt.io.problem import load_problem, problem_from_dict
+from ffopt.models.rigid_body import bias_torques, mass_matrix, tool_position, tool_rotation
+
+ROOT = Path(__file__).resolve().parents[1]
+SHIPPED = ROOT / "problems" / "urdf"
+RTOL = 1e-9
+
+
+def erd(relative: str) -> Path:
+    """A file of the example-robot-data package (its URDFs and meshes under share/)."""
+    try:
+        dist = metadata.distribution("example-robot-data")
+    except metadata.PackageNotFoundError:
+        pytest.skip("example-robot-data is not installed (pip install '.[test]')")
+    path = Path(dist.locate_file(f"cmeel.prefix/share/example-robot-data/robots/{relative}"))
+    if not path.is_file():
+        pytest.skip(f"example-robot-data has no {relative}")
+    return path
+
+
+SMALL = """\
+<?xml version="1.0"?>
+<robot name="small">
+  <link name="world"/>
+  <joint name="mount" type="fixed">
+    <parent link="world"/><child link="base"/>
+    <origin xyz="0.1 -0.2 0.05" rpy="0.1 0.2 0.3"/>
+  </joint>
+  <link name="base">
+    <inertial><mass value="5"/><inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial>
+  </link>
+  <joint name="j1" type="revolute">
+    <parent link="base"/><child link="l1"/>
+    <origin xyz="0 0 0.3" rpy="0.3 -0.2 0.7"/>
+    <axis xyz="0 0 1"/>
+    <limit lower="-2.5" upper="2.0" effort="120" velocity="2"/>
+  </joint>
+  <link name="l1">
+    <inertial>
+      <origin xyz="0.05 0.02 0.15" rpy="0.4 -0.3 1.1"/>
+      <mass value="4.0"/>
+      <inertia ixx="0.05" iyy="0.04" izz="0.02" ixy="0.004" ixz="-0.002" iyz="0.001"/>
+    </inertial>
+  </link>
+  <joint name="l1_cover" type="fixed">
+    <parent link="l1"/><child link="l1b"/>
+    <origin xyz="0.1 0 0.2" rpy="0 1.0 0.5"/>
+  </joint>
+  <link name="l1b">
+    <inertial>
+      <origin xyz="0.02 0.01 -0.03" rpy="-0.6 0.2 0.1"/>
+      <mass value="1.5"/>
+      <inertia ixx="0.01" iyy="0.012" izz="0.008" ixy="0.001" ixz="0" iyz="-0.0005"/>
+    </inertial>
+  </link>
+  <joint name="j2" type="continuous">
+    <parent link="l1"/><child link="l2"/>
+    <origin xyz="0 0.1 0.4" rpy="1.2 0 -0.4"/>
+    <axis xyz="0 0.6 -0.8"/>
+    <limit effort="80" velocity="3"/>
+  </joint>
+  <link name="l2">
+    <inertial>
+      <origin xyz="0.2 0 0" rpy="0 0.5 0"/>
+      <mass value="3.0"/>
+      <inertia ixx="0.01" iyy="0.08" izz="0.08" ixy="0" ixz="0.003" iyz="0"/>
+    </inertial>
+  </link>
+  <joint name="j3" type="revolute">
+    <parent link="l2"/><child link="l3"/>
+    <origin xyz="0.4 0 0" rpy="0 -0.5 0.9"/>
+    <axis xyz="1 0 0"/>
+    <limit lower="-1" upper="1" effort="30" velocity="4"/>
+  </joint>
+  <link name="l3">
+    <inertial>
+      <origin xyz="0.1 0.01 0" rpy="0.2 0.2 0.2"/>
+      <mass value="1.2"/>
+      <inertia ixx="0.004" iyy="0.01" izz="0.009" ixy="0" ixz="0" iyz="0"/>
+    </inertial>
+  </link>
+  <joint name="j4" type="revolute">
+    <parent link="l3"/><child link="l4"/>
+    <origin xyz="0.15 0 0.02" rpy="0.3 0 0"/>
+    <axis xyz="0 1 0"/>
+    <limit lower="-1" upper="1" effort="30" velocity="4"/>
+  </joint>
+  <link name="l4">
+    <inertial>
+      <origin xyz="0.05 0 0" rpy="0 0 0.3"/>
+      <mass value="0.8"/>
+      <inertia ixx="0.002" iyy="0.003" izz="0.003" ixy="0" ixz="0" iyz="0"/>
+    </inertial>
+  </link>
+  <joint name="flange" type="fixed">
+    <parent link="l4"/><child link="tool"/>
+    <origin xyz="0.1 0.02 0" rpy="0 1.5707963267948966 0.2"/>
+  </joint>
+  <link name="tool">
+    <inertial>
+      <origin xyz="0 0 0.04" rpy="0.1 0 0"/>
+      <mass value="0.5"/>
+      <inertia ixx="0.001" iyy="0.001" izz="0.0005" ixy="0" ixz="0" iyz="0"/>
+    </inertial>
+  </link>
+</robot>
+"""
+
+
+def problem_dict(urdf, base, tip, drives=(), outputs=None, **model) -> dict:
+    return {"name": "urdf test",
+            "model": {"urdf": str(urdf), "base_link": base, "tip_link": tip, "tool_origin": [0.01, 0.02, 0.1],
+                      "tool_rpy_deg": [10.0, -20.0, 30.0], "gravity": [0.3, -1.0, -9.81],
+                      **({"joints": list(drives)} if drives else {}), **({"outputs": outputs} if outputs else {}),
+                      **model},
+            "reference": {"kind": "joint_ptp", "q_start_rad": [0.0], "q_end_rad": [0.1], "duration": 0.5}}
+
+
+def load(urdf, base, tip, drives=(), tmp_path=None, **model):
+    """The Problem of a URDF model (its outputs: the actuated joints, so any arm is a valid problem)."""
+    d = problem_dict(urdf, base, tip, drives, **model)
+    chain_only = _chain_probe(d)
+    acts = [j.name for j in chain_only.joints if j.kind != "passive"]
+    d["model"]["outputs"] = acts
+    d["reference"] = {"kind": "joint_ptp", "q_start_rad": [0.0] * len(acts), "q_end_rad": [0.1] * len(acts),
+                      "duration": 0.5}
+    return problem_from_dict(d, "urdf_test.toml")
+
+
+def _chain_probe(d):
+    """The chain of a problem dict whose outputs and reference do not fit yet (outputs checked later)."""
+    from ffopt.io import problem as P
+    from ffopt.io.urdf import build_urdf_chain
+    from ffopt.io.values import plain
+
+    v = P._ProblemValidator("urdf_test.toml")
+    m = v.table(plain(d["model"]), P.MODEL_SCHEMA, "model")
+    return build_urdf_chain(v, m, d["model"], "urdf_test.toml")[0]
+
+
+def pinocchio_reference(path: Path, locked: dict[str, float] = ()):
+    model = pin.buildModelFromUrdf(str(path))
+    if locked:
+        q_ref = pin.neutral(model)
+        for name, value in dict(locked).items():
+            jid = model.getJointId(name)
+            i, nq = model.idx_qs[jid], model.nqs[jid]
+            q_ref[i:i + nq] = [np.cos(value), np.sin(value)] if nq == 2 else [value]
+        model = pin.buildReducedModel(model, [model.getJointId(n) for n in dict(locked)], q_ref)
+    return model
+
+
+def configuration(model, q):
+    """Pinocchio's configuration of joint angles q (a continuous joint: cos, sin)."""
+    out = []
+    for jid in range(1, model.njoints):
+        a = q[model.idx_vs[jid]]
+        out += [np.cos(a), np.sin(a)] if model.nqs[jid] == 2 else [a]
+    return np.array(out)
+
+
+def compare_with_pinocchio(problem, model, base_to_world: pin.SE3, n_states=5, seed=0):
+    """M, c, g and the tool pose of ffopt's chain against Pinocchio's model (gravity turned into the
+    world frame), at random states."""
+    chain = problem.chain
+    n = chain.n_joints
+    assert model.nv == n and [model.names[i] for i in range(1, model.njoints)] == [j.name for j in chain.joints]
+    model.gravity = pin.Motion(base_to_world.rotation @ np.asarray(chain.gravity), np.zeros(3))
+    data = model.createData()
+    qs, dqs = ca.SX.sym("q", n), ca.SX.sym("dq", n)
+    f_M = ca.Function("M", [qs], [mass_matrix(chain, qs)])
+    f_b = ca.Function("b", [qs, dqs], [bias_torques(chain, qs, dqs)])
+    f_tool = ca.Function("t", [qs], [tool_position(chain, qs), tool_rotation(chain, qs)])
+    rng = np.random.default_rng(seed)
+    lo = np.array([max(j.q_min, -np.pi) for j in chain.joints])
+    hi = np.array([min(j.q_max, np.pi) for j in chain.joints])
+    for _ in range(n_states):
+        q, dq = rng.uniform(lo, hi), rng.normal(size=n) * 2.0
+        qp = configuration(model, q)
+        M_pin = pin.crba(model, data, qp).copy()
+        M_pin = np.triu(M_pin) + np.triu(M_pin, 1).T
+        g_pin = pin.computeGeneralizedGravity(model, data, qp).copy()
+        c_pin = pin.nonLinearEffects(model, data, qp, dq) - g_pin
+        g = f_b(q, np.zeros(n)).full().ravel()
+        c = f_b(q, dq).full().ravel() - g
+        for mine, ref in ((f_M(q).full(), M_pin), (c, c_pin), (g, g_pin)):
+            np.testing.assert_allclose(mine, ref, rtol=RTOL, atol=RTOL * max(1.0, np.abs(ref).max()))
+        # the tool point and frame: tip_link's frame in Pinocchio, tool_origin/tool_rpy_deg in it
+        pin.framesForwardKinematics(model, data, qp)
+        tip = data.oMf[model.getFrameId(problem.urdf.tip_link, pin.FrameType.BODY)]
+        p, R = f_tool(q)
+        world = base_to_world.inverse() * tip
+        np.testing.assert_allclose(p.full().ravel(), world.act(problem.raw_tool_point), atol=1e-12)
+        np.testing.assert_allclose(R.full(), world.rotation @ problem.raw_tool_rotation, atol=1e-12)
+
+
+def with_raw_tool(problem):
+    from ffopt.models.chain import rotation_rpy
+
+    m = problem.raw["model"]
+    object.__setattr__(problem, "raw_tool_point", np.array(m["tool_origin"]))
+    object.__setattr__(problem, "raw_tool_rotation", rotation_rpy(*np.radians(m.get("tool_rpy_deg", [0, 0, 0]))))
+    return problem
+
+
+ELASTIC = {"kind": "elastic_gear", "stiffness": 2.0e4, "damping": 10.0, "motor_inertia": 0.5}
+
+
+@pytest.fixture
+def small(tmp_path):
+    path = tmp_path / "small.urdf"
+    path.write_text(SMALL)
+    return path
+
+
+def test_small_urdf_fixed_joints_rotated_inertials_rpy_origins(small):
+    p = with_raw_tool(load(small, "world", "tool", [{"name": "j2", **ELASTIC}, {"name": "j3", "kind": "direct",
+                                                                            "motor_inertia": 0.1}]))
+    assert [j.name for j in p.chain.joints] == ["j1", "j2", "j3", "j4"]
+    assert [j.kind for j in p.chain.joints] == ["direct", "elastic_gear", "direct", "direct"]
+    j1, j2 = p.chain.joints[:2]
+    assert j1.q_min == -2.5 and j1.q_max == 2.0 and j2.q_min == -np.inf and j2.q_max == np.inf  # continuous
+    assert j1.body.mass == pytest.approx(5.5)  # l1 with l1b merged (fixed joint)
+    assert p.chain.joints[-1].body.mass == pytest.approx(1.3)  # l4 with the tool link
+    np.testing.assert_allclose(j2.axis, [0.0, 0.6, -0.8], atol=1e-15)
+    assert [j.effort for j in p.urdf.joints] == [120.0, 80.0, 30.0, 30.0]
+    compare_with_pinocchio(p, pinocchio_reference(small), pin.SE3.Identity())
+
+
+def test_small_urdf_from_an_inner_base_link(small):
+    """base_link below a fixed mount: the base frame is that link's, gravity given in it."""
+    p = with_raw_tool(load(small, "base", "l4"))
+    model = pinocchio_reference(small)
+    base = model.frames[model.getFrameId("base", pin.FrameType.BODY)].placement  # base in the world (fixed)
+    compare_with_pinocchio(p, model, base)
+
+
+def test_locked_joint_is_merged_at_its_angle(small):
+    p = with_raw_tool(load(small, "world", "tool", [{"name": "j3", "kind": "locked", "angle_deg": 25.0},
+                                                    {"name": "j1", **ELASTIC}]))
+    assert [j.name for j in p.chain.joints] == ["j1", "j2", "j4"] and p.urdf.locked == {"j3": np.radians(25.0)}
+    compare_with_pinocchio(p, pinocchio_reference(small, {"j3": np.radians(25.0)}), pin.SE3.Identity())
+
+
+def test_ur5_of_example_robot_data():
+    path = erd("ur_description/urdf/ur5_robot.urdf")
+    p = with_raw_tool(load(path, "base_link", "tool0", [{"name": "elbow_joint", **ELASTIC}]))
+    assert p.chain.n_joints == 6 and p.urdf.joints[0].effort == 150.0
+    compare_with_pinocchio(p, pinocchio_reference(path), pin.SE3.Identity(), seed=1)
+
+
+def test_ur5_copy_shipped_with_ffopt_is_the_same_robot():
+    mine = load(SHIPPED / "ur5.urdf", "base_link", "tool0").chain
+    theirs = load(erd("ur_description/urdf/ur5_robot.urdf"), "base_link", "tool0").chain
+    assert mine.n_joints == theirs.n_joints
+    for a, b in zip(mine.joints, theirs.joints):
+        assert a.body.mass == b.body.mass and np.array_equal(a.origin, b.origin) and np.array_equal(a.axis, b.axis)
+
+
+FINGERS = [{"name": "panda_finger_joint1", "kind": "locked"}, {"name": "panda_finger_joint2", "kind": "locked"}]
+
+
+def test_panda_of_example_robot_data_fingers_locked():
+    path = erd("panda_description/urdf/panda.urdf")
+    p = with_raw_tool(load(path, "panda_link0", "panda_hand", FINGERS + [{"name": "panda_joint2", **ELASTIC}]))
+    assert p.chain.n_joints == 7
+    assert p.chain.joints[3].q_max == -0.0698 and p.urdf.joints[6].effort == 12.0
+    locked = {"panda_finger_joint1": 0.0, "panda_finger_joint2": 0.0}
+    compare_with_pinocchio(p, pinocchio_reference(path, locked), pin.SE3.Identity(), seed=2)
+
+
+def test_panda_with_a_locked_arm_joint():
+    """The 7-axis arm as a 6-axis one: joint 3 locked at 10 deg (the shipped problems/panda_line.toml)."""
+    path = erd("panda_description/urdf/panda.urdf")
+    drives = FINGERS + [{"name": "panda_joint3", "kind": "locked", "angle_deg": 10.0}]
+    p = with_raw_tool(load(path, "panda_link0", "panda_hand_tcp", drives))
+    assert [j.name for j in p.chain.joints] == [f"panda_joint{i}" for i in (1, 2, 4, 5, 6, 7)]
+    locked = {"panda_finger_joint1": 0.0, "panda_finger_joint2": 0.0, "panda_joint3": np.radians(10.0)}
+    compare_with_pinocchio(p, pinocchio_reference(path, locked), pin.SE3.Identity(), seed=3)
+
+
+def test_payload_is_given_in_the_tip_frame(small):
+    """A payload in tip_link's frame equals a fixed link carrying it in the URDF."""
+    payload = {"mass": 2.0, "com": [0.01, 0.03, 0.05], "inertia_diag": [0.01, 0.02, 0.025]}
+    p = load(small, "world", "tool", payload=payload)
+    with_link = SMALL.replace("</robot>", """<joint name="carry" type="fixed"><parent link="tool"/><child link="load"/>
+      <origin xyz="0.01 0.03 0.05"/></joint>
+      <link name="load"><inertial><mass value="2.0"/>
+      <inertia ixx="0.01" iyy="0.02" izz="0.025" ixy="0" ixz="0" iyz="0"/></inertial></link></robot>""")
+    path = small.with_name("loaded.urdf")
+    path.write_text(with_link)
+    q = ca.SX.sym("q", 4)
+    M = ca.Function("M", [q], [mass_matrix(p.chain, q)])
+    M2 = ca.Function("M", [q], [mass_matrix(load(path, "world", "tool").chain, q)])
+    qv = [0.3, -0.4, 0.5, 0.2]
+    np.testing.assert_allclose(M(qv).full(), M2(qv).full(), rtol=1e-12, atol=1e-14)
+
+
+def test_torque_max_from_the_urdf_effort_limits(small):
+    d = problem_dict(small, "world", "tool", outputs=["j1", "j2", "j3", "j4"])
+    d["reference"] = {"kind": "joint_ptp", "q_start_rad": [0.0] * 4, "q_end_rad": [0.1] * 4, "duration": 0.5}
+    d["nlp"] = {"torque_max": "urdf"}
+    assert problem_from_dict(d, "x.toml").nlp.torque_max == (120.0, 80.0, 30.0, 30.0)
+    d["model"] = {k: v for k, v in d["model"].items() if k not in ("urdf", "base_link", "tip_link")}
+    d["model"]["joints"] = [{"name": f"j{i}", "kind": "direct", "axis": [0, 0, 1], "mass": 1.0} for i in range(1, 5)]
+    with pytest.raises(ProblemError, match="nlp.torque_max"):
+        problem_from_dict(d, "x.toml")
+
+
+def test_relative_and_package_paths(small, tmp_path, monkeypatch):
+    problem = tmp_path / "p.toml"
+    ref = 'reference = { kind = "joint_ptp", q_start_rad = [0.0, 0.0, 0.0, 0.0], q_end_rad = [0.1, 0.1, 0.1, 0.1], ' \
+          'duration = 0.5 }'
+    text = textwrap.dedent(f"""\
+        name = "relative"
+        {ref}
+        [model]
+        urdf = "URDF"
+        base_link = "world"
+        tip_link = "tool"
+        tool_origin = [0.0, 0.0, 0.1]
+        outputs = ["j1", "j2", "j3", "j4"]
+        """)
+    problem.write_text(text.replace("URDF", "small.urdf"))
+    p = load_problem(problem)
+    assert p.to_dict()["model"]["urdf"] == str(small.resolve())  # the written problem.toml finds it anywhere
+    pkg = tmp_path / "pkgs" / "my_robot" / "urdf"
+    pkg.mkdir(parents=True)
+    (pkg / "r.urdf").write_text(SMALL)
+    problem.write_text(text.replace("URDF", "package://my_robot/urdf/r.urdf"))
+    with pytest.raises(ProblemError, match=r"p.toml: model.urdf: .*package 'my_robot' not found.*ROS_PACKAGE_PATH"):
+        load_problem(problem)
+    monkeypatch.setenv("ROS_PACKAGE_PATH", str(tmp_path / "nothing") + os.pathsep + str(tmp_path / "pkgs"))
+    assert load_problem(problem).chain.n_joints == 4
+    monkeypatch.delenv("ROS_PACKAGE_PATH")
+    (tmp_path / "my_robot").symlink_to(tmp_path / "pkgs" / "my_robot")  # beside the problem file
+    assert load_problem(problem).chain.n_joints == 4
+
+
+# ----------------------------------------------------------------------------------------------- errors
+def bad(urdf_text: str, tmp_path, base="world", tip="tool", drives=(), **model) -> str:
+    path = tmp_path / "bad.urdf"
+    path.write_text(urdf_text)
+    with pytest.raises(ProblemError) as err:
+        load(path, base, tip, drives, **model)
+    return str(err.value)
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(ProblemError, match=r"urdf_test.toml: model.urdf: no such URDF file: .*nowhere.urdf"):
+        load(tmp_path / "nowhere.urdf", "a", "b")
+
+
+def test_mesh_only_link_on_the_chain(tmp_path):
+    text = SMALL.replace("""<inertial>
+      <origin xyz="0.2 0 0" rpy="0 0.5 0"/>
+      <mass value="3.0"/>
+      <inertia ixx="0.01" iyy="0.08" izz="0.08" ixy="0" ixz="0.003" iyz="0"/>
+    </inertial>""", '<visual><geometry><mesh filename="package://x/l2.stl"/></geometry></visual>')
+    msg = bad(text, tmp_path)
+    assert "model.urdf" in msg and "link 'l2'" in msg and "no <inertial>" in msg and "bad.urdf" in msg
+
+
+def test_branch_off_the_chain_is_not_a_serial_chain(tmp_path):
+    text = SMALL.replace("</robot>", """<joint name="side" type="revolute"><parent link="l2"/><child link="s"/>
+      <axis xyz="0 0 1"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
+      <link name="s"><inertial><mass value="1"/><inertia ixx="1" iyy="1" izz="1" ixy="0" ixz="0" iyz="0"/></inertial>
+      </link></robot>""")
+    msg = bad(text, tmp_path)
+    assert "not a serial chain between 'world' and 'tool'" in msg and "'side' branches off link 'l2'" in msg
+    assert 'kind = "locked"' in msg
+    p = load(tmp_path / "bad.urdf", "world", "tool", [{"name": "side", "kind": "locked"}])  # locking it helps
+    assert p.chain.n_joints == 4
+
+
+def test_tip_not_below_base(small):
+    with pytest.raises(ProblemError, match=r"model.tip_link: 'l1' is not below base_link 'l3'"):
+        load(small, "l3", "l1")
+    with pytest.raises(ProblemError, match=r"model.base_link: 'bse' is not a link of small.urdf \(did you mean 'base'"):
+        load(small, "bse", "tool")
+
+
+@pytest.mark.parametrize("kind, words", [("prismatic", "prismatic: ffopt reads revolute and continuous joints"),
+                                         ("floating", "of type 'floating'"), ("planar", "of type 'planar'")])
+def test_unsupported_joint_types(tmp_path, kind, words):
+    msg = bad(SMALL.replace('<joint name="j3" type="revolute">', f'<joint name="j3" type="{kind}">'), tmp_path)
+    assert "model.urdf" in msg and "joint 'j3'" in msg and words in msg
+
+
+def test_prismatic_joint_can_be_locked(tmp_path):
+    path = tmp_path / "p.urdf"
+    path.write_text(SMALL.replace('<joint name="j3" type="revolute">', '<joint name="j3" type="prismatic">'))
+    assert [j.name for j in load(path, "world", "tool", [{"name": "j3", "kind": "locked"}]).chain.joints] == \
+        ["j1", "j2", "j4"]
+
+
+def test_joint_name_not_in_the_urdf(small):
+    with pytest.raises(ProblemError, match=r"urdf_test.toml: model.joints\[1\].name: 'j_2' is not a joint of "
+                                           r"small.urdf \(did you mean 'j2'\?\)"):
+        load(small, "world", "tool", [{"name": "j_2", **ELASTIC}])
+    with pytest.raises(ProblemError, match=r"model.joints\[1\].name: 'mount' is a joint of small.urdf but not of "
+                                           r"the chain"):
+        load(small, "world", "tool", [{"name": "mount", **ELASTIC}])
+
+
+@pytest.mark.parametrize("entry, field, words", [
+    ({"name": "j2", "kind": "direct", "mass": 3.0}, "model.joints[1].mass", "comes from the URDF"),
+    ({"name": "j2", "kind": "direct", "axis": [1, 0, 0]}, "model.joints[1].axis", "comes from the URDF"),
+    ({"name": "j2", "kind": "locked", "stiffness": 1.0}, "model.joints[1].stiffness", "a locked joint has no drive"),
+    ({"name": "j2", "kind": "direct", "angle_deg": 3.0}, "model.joints[1].angle_deg", "only a locked joint"),
+    ({"name": "j2", "kind": "elastic_gear", "stiffness": 1e4}, "model.joints[1].motor_inertia", "motor_inertia > 0"),
+])
+def test_drive_entries_are_checked_like_a_written_chain(small, entry, field, words):
+    with pytest.raises(ProblemError, match=re.escape(f"urdf_test.toml: {field}: ") + ".*" + re.escape(words)):
+        load(small, "world", "tool", [entry])
+
+
+def test_missing_base_link_and_locked_in_a_written_chain(small):
+    d = problem_dict(small, "world", "tool")
+    del d["model"]["base_link"]
+    with pytest.raises(ProblemError, match="model.base_link: missing required key"):
+        problem_from_dict(d, "x.toml")
+    d = problem_dict(small, "world", "tool")
+    del d["model"]["urdf"]
+    with pytest.raises(ProblemError, match=r"model.joints: missing required key.*\[model\] urdf"):
+        problem_from_dict(d, "x.toml")
+
+
+def test_a_urdf_given_as_the_problem_file(small, capsys):
+    with pytest.raises(ProblemError, match=r"small.urdf: this is a URDF robot description, not a problem file: write "
+                                           r"a problem file with \[model\] urdf = \"small.urdf\""):
+        load_problem(small)
+    renamed = small.with_name("robot.toml")  # found by its content too
+    renamed.write_text(SMALL)
+    with pytest.raises(ProblemError, match="this is a URDF robot description"):
+        load_problem(renamed)
+    assert main(["plan", str(small), "--out", str(small.parent / "out")]) == 2
+    assert "this is a URDF robot description, not a problem file" in capsys.readouterr().err
+
+
+def test_invalid_urdf_is_refused_with_the_readers_reason(tmp_path):
+    msg = bad(SMALL.replace('<limit lower="-1" upper="1" effort="30" velocity="4"/>', "", 1), tmp_path)
+    assert "model.urdf" in msg and "the URDF reader refused it" in msg and "does not specify limits" in msg
+    msg = bad("<robot name='x'><link name='a'>", tmp_path)
+    assert "not valid XML" in msg
+
+
+def test_reading_a_urdf_is_fast():
+    import time
+
+    load(SHIPPED / "ur5.urdf", "base_link", "tool0")  # the first read imports Pinocchio
+    t0 = time.perf_counter()
+    load(SHIPPED / "panda.urdf", "panda_link0", "panda_hand", FINGERS)
+    assert time.perf_counter() - t0 < 0.2

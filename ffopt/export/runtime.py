@@ -1,0 +1,158 @@
+"""Compile an exported folder (``ffopt export``) and call it from Python through ctypes.
+
+``compile_folder`` builds the shared library (and the harness) with the system C compiler under
+``-O2 -std=c99 -Wall -Wextra -Werror``; ``ExportedInverse`` loads the library and runs
+``ffopt_init`` / ``ffopt_step`` / ``ffopt_reset``; ``run_harness`` runs the compiled harness and parses
+its timing line.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ffopt.errors import SolverError
+from ffopt.export.generate import CFLAGS
+
+SOURCES = ("ffopt_inverse.c", "ffopt_generated.c")
+STATUS = {0: "ok", 1: "Newton did not converge", 2: "not finite", 3: "evaluation failed", 4: "not initialized",
+          5: "work arrays too small"}
+
+
+def compiler() -> str | None:
+    """The C compiler: $CC, else gcc, else cc (None if none is found)."""
+    for name in (os.environ.get("CC"), "gcc", "cc"):
+        if name and shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+@dataclass
+class Build:
+    library: Path
+    harness: Path
+    warnings: str  # the compilers' stderr (empty: no warnings)
+
+
+def compile_folder(folder, cc: str | None = None, build_dir=None) -> Build:
+    """Compile the exported folder: lib ffopt_inverse (shared) and the harness, into ``build_dir``
+    (default folder/build). Raises OSError with the compiler's message on any warning or error."""
+    folder = Path(folder)
+    cc = cc or compiler()
+    if cc is None:
+        raise OSError("no C compiler found ($CC, gcc or cc)")
+    build = Path(build_dir) if build_dir is not None else folder / "build"
+    build.mkdir(parents=True, exist_ok=True)
+    lib, harness = build / "libffopt_inverse.so", build / "ffopt_harness"
+    sources = [str(folder / s) for s in SOURCES]
+    messages = []
+    for cmd in ([cc, *CFLAGS, "-shared", "-fPIC", "-o", str(lib), *sources, "-lm"],
+                [cc, *CFLAGS, "-o", str(harness), str(folder / "harness.c"), *sources, "-lm"]):
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+        if proc.returncode != 0:
+            raise OSError(f"{' '.join(cmd)}:\n{proc.stderr.strip()}")
+        messages.append(proc.stderr.strip())
+    return Build(lib, harness, "\n".join(m for m in messages if m))
+
+
+def run_harness(build: Build, folder, reference=None, runs: int = 20) -> tuple[dict, np.ndarray]:
+    """Run the harness on ``reference`` (rows of FFOPT_N_REF; default the folder's reference.bin).
+    Returns (timing {steps, median_us, worst_us, worst_call_us, runs, newton_mean, newton_max, budget_us},
+    the output rows [u, qm, dqm, iterations, status] per sample)."""
+    folder = Path(folder)
+    meta = json.loads((folder / "meta.json").read_text())
+    ref_path = folder / "reference.bin"
+    out_path = Path(build.harness).parent / "harness_out.bin"
+    if reference is not None:
+        ref_path = Path(build.harness).parent / "harness_reference.bin"
+        np.ascontiguousarray(reference, dtype="<f8").tofile(ref_path)
+    proc = subprocess.run([str(build.harness), str(ref_path), str(out_path), str(runs)], capture_output=True,
+                          text=True, timeout=900)
+    if proc.returncode != 0:
+        raise SolverError(f"the exported harness failed: {proc.stderr.strip()}")
+    words = proc.stdout.split()
+    timing = {k: float(v) for k, v in zip(words[::2], words[1::2])}
+    rows = np.fromfile(out_path, dtype="<f8").reshape(-1, 3 * meta["n_u"] + 2)
+    return timing, rows
+
+
+class ExportedInverse:
+    """The compiled exported inverse model: ``init``, ``step``, ``reset``, ``run``."""
+
+    def __init__(self, folder, library=None):
+        self.folder = Path(folder)
+        self.meta = json.loads((self.folder / "meta.json").read_text())
+        if library is None:
+            library = compile_folder(self.folder).library
+        self.lib = ctypes.CDLL(str(library))
+        n = self.meta["n_u"]
+        self.n_u, self.n_ref = n, self.meta["n_ref"]
+
+        class Output(ctypes.Structure):
+            _fields_ = [("u", ctypes.c_double * n), ("qm", ctypes.c_double * n), ("dqm", ctypes.c_double * n),
+                        ("newton_iterations", ctypes.c_int), ("status", ctypes.c_int)]
+
+        self._Output = Output
+        for name in ("ffopt_state_size", "ffopt_output_size"):
+            getattr(self.lib, name).restype = ctypes.c_ulong
+        if self.lib.ffopt_output_size() != ctypes.sizeof(Output):
+            raise OSError("the compiled ffopt_output differs from meta.json's sizes")
+        words = -(-self.lib.ffopt_state_size() // 8)
+        self._state = (ctypes.c_double * words)()  # 8-byte aligned
+        self._out = Output()
+        dptr = ctypes.POINTER(ctypes.c_double)
+        self.lib.ffopt_init.argtypes = [ctypes.c_void_p, dptr, ctypes.POINTER(Output)]
+        self.lib.ffopt_reset.argtypes = [ctypes.c_void_p, ctypes.POINTER(Output)]
+        self.lib.ffopt_step.argtypes = [ctypes.c_void_p, dptr, ctypes.POINTER(Output)]
+        for f in (self.lib.ffopt_init, self.lib.ffopt_reset, self.lib.ffopt_step):
+            f.restype = ctypes.c_int
+
+    def _result(self) -> dict:
+        o = self._out
+        return {"u": np.array(o.u), "qm": np.array(o.qm), "dqm": np.array(o.dqm),
+                "newton_iterations": o.newton_iterations, "status": o.status}
+
+    def _check(self, status: int, what: str) -> None:
+        if status != 0:
+            raise SolverError(f"exported inverse: {what} failed: {STATUS.get(status, status)} (status {status})")
+
+    def init(self, y_start=None) -> dict:
+        """ffopt_init: at rest at the problem's start pose (None) or with the outputs at ``y_start``."""
+        arg = None
+        if y_start is not None:
+            y = np.ascontiguousarray(y_start, dtype=float)
+            if y.size != self.meta["n_out"]:
+                raise ValueError(f"y_start needs {self.meta['n_out']} entries, got {y.size}")
+            self._y = y
+            arg = y.ctypes.data_as(ctypes.POINTER(ctypes.c_double))
+        self._check(self.lib.ffopt_init(self._state, arg, ctypes.byref(self._out)), "ffopt_init")
+        return self._result()
+
+    def reset(self) -> dict:
+        self._check(self.lib.ffopt_reset(self._state, ctypes.byref(self._out)), "ffopt_reset")
+        return self._result()
+
+    def step(self, ref) -> dict:
+        r = np.ascontiguousarray(ref, dtype=float)
+        if r.size != self.n_ref:
+            raise ValueError(f"a reference sample needs {self.n_ref} entries, got {r.size}")
+        status = self.lib.ffopt_step(self._state, r.ctypes.data_as(ctypes.POINTER(ctypes.c_double)),
+                                     ctypes.byref(self._out))
+        self._check(status, f"ffopt_step at sample {self._k if hasattr(self, '_k') else '?'}")
+        return self._result()
+
+    def run(self, reference, y_start=None) -> dict:
+        """init, then a step per row 1.. of ``reference`` (rows of n_ref; row 0 is the start). Arrays per
+        sample (row 0 from init): u, qm, dqm (n_rows, n_u), newton_iterations (n_rows,)."""
+        ref = np.asarray(reference, dtype=float)
+        rows = [self.init(y_start)]
+        for self._k in range(1, len(ref)):
+            rows.append(self.step(ref[self._k]))
+        return {k: np.array([row[k] for row in rows]) for k in ("u", "qm", "dqm", "newton_iterations")}

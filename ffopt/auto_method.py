@@ -2,11 +2,22 @@
 
 1. The zero dynamics of the plant linearised at static equilibria along the path
    (``ffopt.analysis.linear.zero_dynamics`` at ``ZERO_DYNAMICS_POINTS`` points; ~10-25 ms).
-2. Minimum phase (or the analysis not available): constant-step BDF with the problem's order,
-   step and form. Should it fail, the next formulation runs: the other forms (lowest index
-   first), the automatic dummy-derivative system (``dd``), then the collocation NLP with its
-   strategy chosen by its own, denser analysis (Radau IIA is L-stable and the NLP can go
-   non-causal where the sampled analysis missed an unstable zero).
+2. Minimum phase (or the analysis not available): constant-step BDF with the problem's step and
+   form, at the highest order <= solver.order that is stable on every zero along the path
+   (``bdf_order_choice``, ``ffopt.analysis.stability``): the causal inverse integrates the zero
+   dynamics forward, so BDF-k must be stable at h z for each zero z (every root of its
+   characteristic polynomial of modulus <= 1, with a margin of a factor GROWTH_LIMIT of spurious
+   growth over the path). BDF-3..6 are only A(alpha)-stable: a lightly damped zero (a stiff passive
+   joint of a 7-axis arm, -182 +- 1900j rad/s at h = 1 ms) rules out BDF-4..6 (BDF-6's root 1.45
+   per step), and running BDF-6 anyway meant four diverging formulations, each compiling its own C
+   code. The console line and method_choice (summary.json) name the zero, h z and the order.
+   Should BDF fail, the next formulation runs: the other forms (lowest index first), the
+   automatic dummy-derivative system (``dd``), then the collocation NLP with its strategy chosen
+   by its own, denser analysis (Radau IIA is L-stable and the NLP can go non-causal where the
+   sampled analysis missed an unstable zero). A failure at an order that is unstable on the zeros
+   at the failure time (between the sampled points) is not retried in another form at that order:
+   the failed form and the others run at the stable order, or, where none is (an unstable zero
+   there), the NLP runs next (``_unstable_order``).
 3. Non-minimum phase: the causal inverse integrates the unstable zero dynamics forward and
    diverges (Moberg & Hanssen, inverse dynamics of flexible manipulators), so the non-causal
    NLP with pre- and post-actuation runs directly, from rest (a BDF warm start would diverge).
@@ -23,7 +34,7 @@
    penalty NLP starts feasible and only trades tracking against smoothness: the same arm plans
    in 22 s and verifies to 0.02 mm (weight 1e7: 2.6 mm, 1e11: 0.24 mm, 1e13: 0.075 mm). The
    planned tool error is reported with the plan (summary.json) as for every NLP plan. Each NLP
-   attempt has the problem's whole nlp.max_wall_time_s (a shared limit starved the penalty NLP of
+   attempt has the problem's whole limits (nlp.max_cpu_time_s, the wall-time guard) (a shared limit starved the penalty NLP of
    a drawn arm that needs 83 s after its exact NLP wandered for 60 s).
 
 Each fallback prints one line (what failed, why, what runs next); ``PlanResult.method_choice``
@@ -52,6 +63,7 @@ UNSTABLE_RTOL = 1e-8
 # method (e.g. +3e5 rad/s from full rotor coupling on a passive-joint arm at h = 1 ms).
 UNRESOLVED_PER_STEP = 10.0
 BDF_FORMS = ("I1", "I2", "I3")  # lowest index first
+ANALYSIS_ERRORS = (FfoptError, np.linalg.LinAlgError, ArithmeticError, RuntimeError, ValueError)
 PENALTY_FALLBACK_WEIGHT = 1e15  # tool error ~ weight^-1/4 on the arm above; 1e15: 0.02 mm
 MAX_REASON_CHARS = 200
 
@@ -63,10 +75,14 @@ class Attempt:
     ok: bool = False
     error: str | None = None
     time_s: float = 0.0
+    cause: str | None = None  # a BDF failure explained by an unstable order (the chain moved off it)
 
     def to_dict(self) -> dict:
-        return {"method": self.method, "formulation": self.label, "ok": self.ok, "error": self.error,
-                "time_s": self.time_s}
+        out = {"method": self.method, "formulation": self.label, "ok": self.ok, "error": self.error,
+               "time_s": self.time_s}
+        if self.cause is not None:
+            out["cause"] = self.cause
+        return out
 
 
 def solve_auto(problem, solve, say=lambda msg: None):
@@ -75,12 +91,22 @@ def solve_auto(problem, solve, say=lambda msg: None):
     Returns (the problem with the method that succeeded, its Trajectory, the method_choice dict).
     Raises SolverError listing every attempt if all of them fail.
     """
-    analysis, minimum_phase = _analyse(problem)
-    chain = _chain(problem, minimum_phase, analysis)
+    analysis, minimum_phase, report = _analyse_report(problem)
+    stability = None
+    if minimum_phase is not False and report is not None:  # BDF will run: at a stable order and step
+        stability = bdf_order_choice(problem, report)
+        analysis["bdf_stability"] = stability.to_dict()
+        if stability.order is not None and stability.changed:
+            problem = problem.with_solver(order=stability.order, step=stability.step)
+    chain = _chain(problem, minimum_phase, analysis, bdf=stability is None or stability.order is not None)
     reason = _reason(analysis, minimum_phase) + _order_reason(problem, minimum_phase, analysis)
+    if stability is not None and stability.limiting_zero is not None:
+        reason += f"; {stability.reason()}"
     say(f"method auto: {reason}: {chain[0][1]}")
     attempts = []
-    for k, (candidate, label) in enumerate(chain):
+    k = 0
+    while k < len(chain):
+        candidate, label = chain[k]
         attempt = Attempt(candidate.solver.method, label)
         attempts.append(attempt)
         tic = time.perf_counter()
@@ -88,28 +114,51 @@ def solve_auto(problem, solve, say=lambda msg: None):
             traj = solve(candidate)
         except SolverError as err:
             attempt.error, attempt.time_s = str(err), time.perf_counter() - tic
+            cause = _unstable_order(candidate, report, err) if candidate.solver.method in ("bdf", "dd") else None
+            why = first_sentence(err)
+            if cause is not None:  # the other forms would fail the same way at this order and step
+                attempt.cause = cause.reason()
+                chain = chain[: k + 1] + _at_stable_order(chain[k + 1:], candidate, cause)
+                why += f"; {attempt.cause}"
             if k + 1 < len(chain):
-                say(f"method auto: {label} failed ({first_sentence(err)}); next: {chain[k + 1][1]}")
+                say(f"method auto: {label} failed ({why}); next: {chain[k + 1][1]}")
+            k += 1
             continue
         attempt.ok, attempt.time_s = True, time.perf_counter() - tic
         choice = {"requested": "auto", "chosen": candidate.solver.method, "formulation": label, "reason": reason,
                   "zero_dynamics": analysis, "attempts": [a.to_dict() for a in attempts]}
+        if candidate.solver.method in ("bdf", "dd"):
+            choice["order"], choice["step_s"] = candidate.solver.order, candidate.solver.step
         return candidate, traj, choice
     tried = "; ".join(f"{a.label}: {first_sentence(a.error)}" for a in attempts)
     raise SolverError(f"method auto: every formulation failed ({tried}). Check the model and the path (ffopt "
                       "analyze), or slow the motion (reference.duration).")
 
 
+def stability_margin(problem, step: float) -> float:
+    """Root-modulus margin of the BDF stability check: a factor GROWTH_LIMIT of spurious growth over
+    the path's steps (``ffopt.analysis.stability.growth_margin``)."""
+    from ffopt.analysis.stability import growth_margin
+
+    return growth_margin(int(np.ceil(problem.reference.t_end / step)))
+
+
 def _analyse(problem) -> tuple[dict, bool | None]:
     """Zero dynamics along the path -> (summary for summary.json, minimum phase or None if unknown)."""
+    info, verdict, _ = _analyse_report(problem)
+    return info, verdict
+
+
+def _analyse_report(problem):
+    """``_analyse`` and the ZeroDynamicsReport (None if the analysis failed)."""
     from ffopt.analysis.linear import zero_dynamics
 
     tic = time.perf_counter()
     try:
         zd = zero_dynamics(problem.model, problem.reference, problem.reference_spec.joint_guess,
                            n_points=ZERO_DYNAMICS_POINTS, cross_check=False)
-    except (FfoptError, np.linalg.LinAlgError, ArithmeticError, RuntimeError, ValueError) as err:
-        return {"error": first_sentence(err), "time_s": time.perf_counter() - tic}, None
+    except ANALYSIS_ERRORS as err:
+        return {"error": first_sentence(err), "time_s": time.perf_counter() - tic}, None, None
     z = zd.worst_zero
     step = problem.solver.step
     unstable = zd.unstable_zeros(UNSTABLE_RTOL)
@@ -125,7 +174,74 @@ def _analyse(problem) -> tuple[dict, bool | None]:
         info["unresolved_unstable_zeros"] = (f"unstable zeros only above {UNRESOLVED_PER_STEP:g} / h = "
                                              f"{UNRESOLVED_PER_STEP / step:.3g} 1/s ({slowest.real:.3g} .. "
                                              f"{fastest.real:.3g} 1/s): they act within a tenth of a step")
-    return info, not resolved
+    return info, not resolved, zd
+
+
+def bdf_zeros(times, zeros, step: float) -> tuple[list, list]:
+    """(times, zeros per time) that decide the BDF order: every finite zero but the resolved unstable
+    ones (Re z > 0, Re z h <= UNRESOLVED_PER_STEP), which grow in the arm itself, so no order helps
+    (they send the plan to the non-causal NLP); an unresolved one counts (BDF must damp it)."""
+    keep = []
+    for zs in zeros:
+        zs = np.asarray(zs, complex)
+        zs = zs[np.isfinite(zs)]
+        unstable = zs.real > UNSTABLE_RTOL * np.maximum(1.0, np.abs(zs))
+        keep.append(zs[~(unstable & (zs.real * step <= UNRESOLVED_PER_STEP))])
+    return list(times), keep
+
+
+def bdf_order_choice(problem, report, order: int | None = None):
+    """The highest BDF order <= solver.order stable on the zeros along the path at solver.step (order
+    None: none is; a smaller step would not help, ``ffopt.analysis.stability.choose_order``)."""
+    from ffopt.analysis.stability import choose_order
+
+    s = problem.solver
+    times, zeros = bdf_zeros(report.times, report.zeros, s.step)
+    return choose_order(times, zeros, s.order if order is None else order, s.step,
+                        stability_margin(problem, s.step))
+
+
+def _unstable_order(candidate, report, err):
+    """Was a failed BDF run's order unstable on the zero dynamics at its step? The zeros along the path
+    (the auto analysis) and at the failure time; an OrderChoice with a lower order (order None: none
+    is stable, e.g. a zero in the right half plane there: only the NLP is left) if so, else None
+    (another form may fare better)."""
+    from ffopt.analysis.linear import path_times, zeros_along
+
+    s = candidate.solver
+    times, zeros = (list(report.times), list(report.zeros)) if report is not None else ([], [])
+    t_fail = getattr(err, "failed_time_s", None)
+    if t_fail is not None and 0.0 <= t_fail <= candidate.reference.t_end:
+        ref = candidate.reference
+        path = path_times(ref, ZERO_DYNAMICS_POINTS)
+        at = [t for t in path if t < t_fail] + [min(max(t_fail, ref.t_motion_start), ref.t_motion_end)]
+        try:
+            found, _ = zeros_along(candidate.model, ref, at, candidate.reference_spec.joint_guess)
+            times, zeros = times + [t_fail], zeros + [found[-1]]
+        except ANALYSIS_ERRORS:
+            pass
+    if not times:
+        return None
+    from ffopt.analysis.stability import choose_order
+
+    # every zero counts here, an unstable one too: it makes every BDF formulation diverge
+    choice = choose_order(times, zeros, s.order, s.step, stability_margin(candidate, s.step))
+    return choice if choice.changed or choice.order is None else None
+
+
+def _at_stable_order(rest: list, failed, choice) -> list:
+    """The rest of the chain after a BDF failure at an unstable order: the failed formulation and the
+    remaining BDF ones at the stable order and step (none if no order is stable), then the NLPs."""
+    bdf = [c for c, _ in rest if c.solver.method in ("bdf", "dd")]
+    others = [(c, label) for c, label in rest if c.solver.method not in ("bdf", "dd")]
+    if choice.order is None:
+        return others
+    out = []
+    for c in [failed] + bdf:
+        moved = c.with_solver(order=choice.order, step=choice.step)
+        if all(_bdf_label(moved) != label for _, label in out):
+            out.append((moved, _bdf_label(moved)))
+    return out + others
 
 
 def _reason(analysis: dict, minimum_phase: bool | None) -> str:
@@ -158,22 +274,28 @@ def _order_reason(problem, minimum_phase, analysis) -> str:
             "path as a penalty first")
 
 
-def _chain(problem, minimum_phase: bool | None, analysis: dict | None = None) -> list:
-    """[(problem with one explicit method, label)] in the order they are tried."""
+def _chain(problem, minimum_phase: bool | None, analysis: dict | None = None, bdf: bool = True) -> list:
+    """[(problem with one explicit method, label)] in the order they are tried. bdf=False: no BDF
+    formulation (no order is stable on the zero dynamics at the step or a fraction of it)."""
     s = problem.solver
     if minimum_phase is False:
         nlp = problem.with_solver(method="nlp").with_nlp(strategy="auto", warm_start="none")
         chain = [(nlp, _nlp_label(nlp, "non-causal"))] + _penalty_fallback(problem, "non-causal")
         return chain[::-1] if _penalty_first(problem, minimum_phase, analysis) else chain
     forms = [s.form] + [f for f in BDF_FORMS if f != s.form]
-    chain = [(problem.with_solver(method="bdf", form=f), f"BDF-{s.order}, h = {s.step * 1e3:g} ms, form {f}")
-             for f in forms]
+    chain = [(problem.with_solver(method="bdf", form=f), "") for f in forms]
     if problem.model.drives is None:  # dd does not model DC-motor electrics
-        chain.append((problem.with_solver(method="dd"),
-                      f"BDF-{s.order}, h = {s.step * 1e3:g} ms, automatic dummy derivatives (dd)"))
+        chain.append((problem.with_solver(method="dd"), ""))
+    chain = [(c, _bdf_label(c)) for c, _ in chain] if bdf else []
     nlp = problem.with_solver(method="nlp").with_nlp(strategy="auto")
     chain.append((nlp, _nlp_label(nlp, "strategy from the zero dynamics")))
     return chain + _penalty_fallback(problem, "strategy from the zero dynamics")
+
+
+def _bdf_label(candidate) -> str:
+    s = candidate.solver
+    head = f"BDF-{s.order}, h = {s.step * 1e3:g} ms"
+    return f"{head}, automatic dummy derivatives (dd)" if s.method == "dd" else f"{head}, form {s.form}"
 
 
 def _penalty_fallback(problem, strategy: str) -> list:

@@ -325,7 +325,7 @@ def test_an_explicit_exact_nlp_warns_of_an_unstable_zero_faster_than_the_grid(mo
     class Stop(Exception):
         pass
 
-    monkeypatch.setattr(nlp_solve, "choose_strategy", lambda model, ref, s, guess: (s, info))
+    monkeypatch.setattr(nlp_solve, "choose_strategy", lambda model, ref, s, guess, **kw: (s, info))
     lines = []
 
     def say(line):
@@ -336,3 +336,88 @@ def test_an_explicit_exact_nlp_warns_of_an_unstable_zero_faster_than_the_grid(mo
     with pytest.raises(Stop):
         ffopt.plan(problem_from_dict(_two_link_elastic_arm()), method="nlp", progress=say, verify=False)
     assert "acts within 1/8.1 of a step (h = 1 ms)" in lines[-1] and "nlp.tracking = 'penalty'" in lines[-1]
+
+
+# ------------------------------------------------------------------------------ BDF stability on the zeros
+def _count_bdf_libraries(monkeypatch) -> list:
+    """Orders of every BDF step library asked for (built, compiled or loaded): one per BDF run."""
+    import ffopt.dae.bdf as bdf
+
+    calls, real = [], bdf._get_functions
+
+    def counted(F, order, *args, **kwargs):
+        calls.append(order)
+        return real(F, order, *args, **kwargs)
+
+    monkeypatch.setattr(bdf, "_get_functions", counted)
+    return calls
+
+
+def test_auto_runs_the_highest_order_stable_on_the_zeros_and_says_why(monkeypatch, tmp_path):
+    """problems/arm3d_bearing.toml asked for BDF-6: its bearing's zero -491 + 861j rad/s puts h z =
+    -0.49 + 0.86j (h = 1 ms) in BDF-6's instability region (largest root 1.07; `--method bdf --order 6`
+    stops at t = 0.405 s, measured). Method auto runs BDF-5 at once: one BDF run, one library."""
+    calls = _count_bdf_libraries(monkeypatch)
+    problem = ffopt.load_problem(ROOT / "problems" / "arm3d_bearing.toml").with_solver(method="auto", order=6)
+    lines = []
+    result = ffopt.plan(problem, verify=False, progress=lines.append)
+    choice = result.method_choice
+    assert calls == [5] and choice["formulation"] == "BDF-5, h = 1 ms, form I1" and choice["order"] == 5
+    assert "BDF-6 unstable on the zero -490.7+860.8j rad/s at t = 0.05 s: h z = -0.491+0.861j at h = 1 ms " \
+           "(largest root of BDF-6: 1.07), so BDF-5" in choice["reason"]
+    assert [line for line in lines if line.startswith("method auto:")] == [f"method auto: {choice['reason']}: "
+                                                                           "BDF-5, h = 1 ms, form I1"]
+    stability = choice["zero_dynamics"]["bdf_stability"]
+    assert (stability["order"], stability["requested_order"]) == (5, 6)
+    assert stability["h_z"] == pytest.approx([-0.4907, 0.8608], abs=1e-3)
+    summary = json.loads((result.save(tmp_path / "out", plots=False) / "summary.json").read_text())
+    assert summary["method_choice"]["zero_dynamics"]["bdf_stability"]["root_modulus"] == pytest.approx(1.07, abs=0.005)
+    assert summary["settings"]["order"] == 5
+
+
+def _failing_at(t_fail):
+    """A BDF failure at t_fail the way bdf.solve_bdf raises it (with its failure time)."""
+    err = SolverError(f"BDF-6 Newton iteration did not converge at t = {t_fail} (step 400 of 767, h = 0.001): "
+                      "max |F| = 1e+08. Try a lower order.")
+    err.failed_time_s = t_fail
+    return err
+
+
+@pytest.mark.parametrize("zero_at_failure, expected", [
+    (-182 + 1900j, [("bdf", 6, "I1"), ("bdf", 3, "I1"), ("bdf", 3, "I2"), ("bdf", 3, "I3"), ("dd", 3, "I1"),
+                    ("nlp", 6, "I1")]),
+    (-362.0, [("bdf", 6, "I1"), ("bdf", 6, "I2"), ("bdf", 6, "I3"), ("dd", 6, "I1"), ("nlp", 6, "I1")]),
+    (800.0 + 0j, [("bdf", 6, "I1"), ("nlp", 6, "I1")]),
+])
+def test_a_bdf_failure_at_an_unstable_order_is_not_retried_at_that_order(monkeypatch, zero_at_failure, expected):
+    """The zeros at the failure time decide: a lightly damped zero there (BDF-4..6 unstable) -> the failed
+    form again at BDF-3, then the other forms at BDF-3, never BDF-6 again; a well-damped zero (the order
+    is not the reason) -> the next form at BDF-6, as before; an unstable zero there (no order is stable)
+    -> the NLP (its own analysis picks the strategy and the order of its warm start)."""
+    from ffopt import auto_method
+    from ffopt.analysis import linear
+
+    def zeros_along(model, ref, times, guess=None, cross_check=False):  # the gear zeros; others at t = 0.4 s
+        at_failure = np.array([zero_at_failure, np.conj(zero_at_failure)])
+        return [at_failure if t == 0.4 else np.array([-362.0, -740.0]) for t in times], 0.0
+
+    monkeypatch.setattr(linear, "zeros_along", zeros_along)
+    tried = []
+
+    def solve(candidate):
+        s = candidate.solver
+        tried.append((s.method, s.order, s.form))
+        if s.method in ("bdf", "dd"):
+            raise _failing_at(0.4)
+        return "planned"
+
+    lines = []
+    problem = problem_from_dict(_two_link_elastic_arm())
+    _, traj, choice = auto_method.solve_auto(problem, solve, lines.append)
+    assert traj == "planned" and tried == expected
+    first = choice["attempts"][0]
+    if expected[1][1] == 3:
+        assert first["cause"].startswith("BDF-4..6 unstable on the zero -182+1900j rad/s at t = 0.4 s")
+        assert "; next: BDF-3, h = 1 ms, form I1" in lines[1] and "so BDF-3" in lines[1]
+    else:
+        assert ("cause" in first) == (zero_at_failure == 800.0)

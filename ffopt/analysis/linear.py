@@ -283,6 +283,20 @@ class ZeroDynamicsReport:
         }
 
 
+def zeros_along(model: FlexibleModel, reference, times, guess: np.ndarray | None = None,
+                cross_check: bool = False) -> tuple[list, float]:
+    """(invariant zeros at each of ``times`` (static equilibria by continuation from ``guess``), the
+    largest normal-form cross-check error)."""
+    qs = equilibrium_path(model, reference, np.asarray(times, float), guess)
+    all_zeros, err = [], 0.0
+    for lin in linearize_at_rest(model, qs):
+        z, nf = invariant_zeros(*plant_state_space(model, lin), cross_check=cross_check)
+        if nf is not None:
+            err = max(err, _match_error(z, nf))
+        all_zeros.append(z)
+    return all_zeros, err
+
+
 def zero_dynamics(model: FlexibleModel, reference, guess: np.ndarray | None = None,
                   n_points: int = 41, cross_check: bool = True) -> ZeroDynamicsReport:
     """Minimum-phase check: invariant zeros of the linearised plant at n_points path points.
@@ -291,13 +305,7 @@ def zero_dynamics(model: FlexibleModel, reference, guess: np.ndarray | None = No
     cross_check: also compute the zeros from the normal form (reported as cross_check_error).
     """
     times = path_times(reference, n_points)
-    qs = equilibrium_path(model, reference, times, guess)
-    all_zeros, err = [], 0.0
-    for lin in linearize_at_rest(model, qs):
-        z, nf = invariant_zeros(*plant_state_space(model, lin), cross_check=cross_check)
-        if nf is not None:
-            err = max(err, _match_error(z, nf))
-        all_zeros.append(z)
+    all_zeros, err = zeros_along(model, reference, times, guess, cross_check)
     worst_re, worst_zero, worst_time = -np.inf, complex(np.nan), float("nan")
     for t, z in zip(times, all_zeros):
         if len(z) and z.real.max() > worst_re:

@@ -233,9 +233,10 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--repeats", type=positive_int, default=5, help="timed repetitions (the median is reported)")
     b.set_defaults(func=cmd_bench)
 
-    from ffopt.cli import analyze, present, schema, simulate
+    from ffopt.cli import analyze, export, present, schema, simulate
 
     analyze.add_parser(sub, epilog=EXIT_CODES_HELP)
+    export.add_parser(sub, epilog=EXIT_CODES_HELP)  # the inverse model as C for a controller
     simulate.add_parser(sub, epilog=EXIT_CODES_HELP)  # a saved plan on another plant / controller
     present.add_parsers(sub, epilog=EXIT_CODES_HELP)  # sweep, report, animate
     schema.add_parser(sub, epilog=EXIT_CODES_HELP)  # the problem-format reference

@@ -75,9 +75,12 @@ def check_exportable(problem, sample_time: float | None = None) -> tuple[float, 
     (or SolverError from the zero-dynamics analysis) naming what cannot and why."""
     s, nlp, out = problem.solver, problem.nlp, problem.output
     where = problem.source
-    if s.method not in ("auto", "bdf"):
-        raise ProblemError(f"{where}: solver.method = {s.method!r}: ffopt export runs the BDF inverse (method bdf, "
-                           f"form {s.form}); set solver.method = \"bdf\" or \"auto\"")
+    h = float(sample_time if sample_time is not None else (out.sample_time or s.step))
+    if not (np.isfinite(h) and h > 0):
+        raise ProblemError(f"--sample-time: must be a finite number > 0 s, got {h!r}")
+    if h < 1e-5 or h > 0.1:
+        raise ProblemError(f"--sample-time: {h:g} s is outside 1e-5 .. 0.1 s (a controller's sample period)")
+    zd = _zero_dynamics(problem, h)  # first: the reason no setting can remove
     bounds = [name for name, v in (("nlp.torque_max", nlp.torque_max), ("nlp.torque_rate_max", nlp.torque_rate_max))
               if v is not None]
     if bounds:
@@ -88,12 +91,9 @@ def check_exportable(problem, sample_time: float | None = None) -> tuple[float, 
         raise ProblemError(f"{where}: output.hold = \"zoh\": the held torque of a zoh plan is a projection over each "
                            "sample that needs the samples ahead; the exported step returns the torque at each sample "
                            "instant (a linear hold): remove output.hold or set it to \"linear\"")
-    h = float(sample_time if sample_time is not None else (out.sample_time or s.step))
-    if not (np.isfinite(h) and h > 0):
-        raise ProblemError(f"--sample-time: must be a finite number > 0 s, got {h!r}")
-    if h < 1e-5 or h > 0.1:
-        raise ProblemError(f"--sample-time: {h:g} s is outside 1e-5 .. 0.1 s (a controller's sample period)")
-    zd = _zero_dynamics(problem, h)
+    if s.method not in ("auto", "bdf"):
+        raise ProblemError(f"{where}: solver.method = {s.method!r}: ffopt export runs the BDF inverse (method bdf, "
+                           f"form {s.form}); set solver.method = \"bdf\" or \"auto\"")
     return h, zd
 
 

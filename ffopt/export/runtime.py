@@ -51,10 +51,12 @@ def compile_folder(folder, cc: str | None = None, build_dir=None) -> Build:
     build = Path(build_dir) if build_dir is not None else folder / "build"
     build.mkdir(parents=True, exist_ok=True)
     lib, harness = build / "libffopt_inverse.so", build / "ffopt_harness"
-    sources = [str(folder / s) for s in SOURCES]
+    objects = [str(build / (Path(s).stem + ".o")) for s in SOURCES]
     messages = []
-    for cmd in ([cc, *CFLAGS, "-shared", "-fPIC", "-o", str(lib), *sources, "-lm"],
-                [cc, *CFLAGS, "-o", str(harness), str(folder / "harness.c"), *sources, "-lm"]):
+    commands = [[cc, *CFLAGS, "-fPIC", "-c", "-o", o, str(folder / s)] for s, o in zip(SOURCES, objects)]
+    commands += [[cc, *CFLAGS, "-shared", "-fPIC", "-o", str(lib), *objects, "-lm"],
+                 [cc, *CFLAGS, "-o", str(harness), str(folder / "harness.c"), *objects, "-lm"]]
+    for cmd in commands:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
         if proc.returncode != 0:
             raise OSError(f"{' '.join(cmd)}:\n{proc.stderr.strip()}")

@@ -1,0 +1,150 @@
+"""`ffopt export`: the BDF inverse as C for a controller, compiled with the system C compiler under
+-Wall -Wextra -Werror -std=c99, against the offline BDF plan (ffopt.plan, method bdf, same order,
+step and form, solver.end_at_rest = false: the exported inverse tracks whatever reference it gets)."""
+
+import json
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import ffopt
+from ffopt.cli.main import EXIT_INPUT, main
+from ffopt.errors import ProblemError
+from ffopt.export import check_exportable, export_problem, reference_samples
+from ffopt.export.generate import CFLAGS, FILES
+from ffopt.export.runtime import ExportedInverse, compile_folder, compiler, run_harness
+
+ROOT = Path(__file__).resolve().parents[1]
+PROBLEMS = ROOT / "problems"
+needs_cc = pytest.mark.skipif(compiler() is None, reason="no C compiler found ($CC, gcc, cc)")
+
+
+def offline_plan(problem, step=None):
+    """The offline table the export must reproduce: BDF, the problem's order/form, no rest-to-rest shaping."""
+    problem = problem.with_values({"solver.end_at_rest": False})
+    return ffopt.plan(problem, method="bdf", step=step, verify=False).trajectory
+
+
+def relative_errors(rows, traj, n_u):
+    """max |exported - offline| / max |offline| per column, for u, qm, dqm."""
+    out = {}
+    for k, name in enumerate(("u", "qm", "dqm")):
+        ref = getattr(traj, name)
+        got = rows[:, k * n_u:(k + 1) * n_u]
+        assert got.shape == ref.shape
+        out[name] = float((np.abs(got - ref).max(axis=0) / np.maximum(np.abs(ref).max(axis=0), 1e-300)).max())
+    return out
+
+
+@pytest.fixture(scope="module")
+def e12(tmp_path_factory):
+    if compiler() is None:
+        pytest.skip("no C compiler found ($CC, gcc, cc)")
+    problem = ffopt.load_problem(PROBLEMS / "e12_line.toml")
+    folder = tmp_path_factory.mktemp("export") / "e12"
+    info = export_problem(problem, folder)
+    build = compile_folder(folder)  # raises OSError on any warning (-Werror)
+    return problem, folder, info, build
+
+
+@needs_cc
+def test_e12_folder_contents_and_clean_compile(e12):
+    problem, folder, info, build = e12
+    assert sorted(p.name for p in folder.iterdir() if p.name != "build") == sorted([*FILES, ".ffopt-result.json"])
+    assert build.warnings == ""
+    # the generated code alone, without -fPIC (as a controller's static build compiles it): no warning either
+    proc = subprocess.run([compiler(), *CFLAGS, "-c", "-o", str(build.library.parent / "plain.o"),
+                           str(folder / "ffopt_generated.c")], capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    text = (folder / "ffopt_generated.c").read_text() + (folder / "ffopt_inverse.c").read_text()
+    for call in ("malloc(", "calloc(", "free(", "printf("):
+        assert call not in text
+    header = (folder / "ffopt_inverse.h").read_text()
+    assert f"#define FFOPT_SZ_W {info.work['sz_w']}" in header and "#define FFOPT_N_REF" in header
+    assert "[m/s^2]" in header and "[N m]" in header  # units of the reference and of u
+    meta = json.loads((folder / "meta.json").read_text())
+    assert (meta["n_u"], meta["n_out"], meta["n_derivs"], meta["order"]) == (2, 2, 3, 6)
+
+
+@needs_cc
+def test_e12_harness_reproduces_the_offline_plan(e12):
+    problem, folder, info, build = e12
+    timing, rows = run_harness(build, folder, runs=5)
+    traj = offline_plan(problem)
+    err = relative_errors(rows, traj, info.n_u)
+    assert max(err.values()) <= 1e-9, err
+    assert timing["steps"] == len(traj.t) - 1 and timing["newton_max"] <= 20
+    assert 0 < timing["median_us"] <= timing["worst_us"] < 1e3 * info.sample_time * 1e3  # within a 1 ms sample
+
+
+@needs_cc
+def test_e12_ctypes_runtime_init_step_reset(e12):
+    problem, folder, info, build = e12
+    inv = ExportedInverse(folder, build.library)
+    _, r = reference_samples(problem, info.sample_time)
+    first = inv.run(r[:60])
+    traj = offline_plan(problem)
+    np.testing.assert_allclose(first["u"], traj.u[:60], rtol=0, atol=1e-9 * np.abs(traj.u).max())
+    assert first["newton_iterations"][0] == 0 and first["newton_iterations"][1:].min() >= 1
+    # reset: the same start, the same steps
+    again = inv.reset()
+    np.testing.assert_array_equal(again["u"], first["u"][0])
+    np.testing.assert_array_equal(inv.step(r[1])["u"], first["u"][1])
+    # ffopt_init at a given start pose: the generated static equilibrium equals the one computed in Python
+    at_pose = inv.init(r[0, :info.n_out])
+    np.testing.assert_allclose(at_pose["u"], first["u"][0], rtol=1e-9)
+    np.testing.assert_allclose(at_pose["qm"], first["qm"][0], rtol=0, atol=1e-10)
+    # a pose outside the workspace has no equilibrium: refused, not a wrong start
+    with pytest.raises(ffopt.errors.SolverError, match="ffopt_init"):
+        inv.init([10.0, 10.0])
+
+
+@needs_cc
+def test_sample_time_option_matches_the_plan_at_that_step(tmp_path):
+    problem = ffopt.load_problem(PROBLEMS / "e12_line.toml")
+    assert main(["export", str(PROBLEMS / "e12_line.toml"), "--out", str(tmp_path / "e12"), "--sample-time",
+                 "2e-3", "--quiet"]) == 0
+    build = compile_folder(tmp_path / "e12")
+    _, rows = run_harness(build, tmp_path / "e12", runs=1)
+    err = relative_errors(rows, offline_plan(problem, step=2e-3), 2)
+    assert max(err.values()) <= 1e-9, err
+
+
+def test_refuses_a_non_minimum_phase_arm_naming_the_zero_and_the_preview(tmp_path, capsys):
+    problem = ffopt.load_problem(PROBLEMS / "e1_nmp.toml")
+    with pytest.raises(ProblemError, match=r"non-minimum phase.*unstable zero 55\.8.*preview of ~10 time constants"):
+        check_exportable(problem)
+    assert main(["export", str(PROBLEMS / "e1_nmp.toml"), "--out", str(tmp_path / "x"), "--quiet"]) == EXIT_INPUT
+    assert "non-causal" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()
+
+
+@pytest.mark.parametrize("name, match", [("e12_torque_bounded", "nlp.torque_max given: a plan under bounds needs "
+                                                               "the NLP"),
+                                         ("e12_held", "output.hold = \"zoh\"")])
+def test_refuses_what_needs_the_nlp_or_the_samples_ahead(name, match, tmp_path):
+    with pytest.raises(ProblemError, match=match):
+        check_exportable(ffopt.load_problem(PROBLEMS / f"{name}.toml"))
+    assert main(["export", str(PROBLEMS / f"{name}.toml"), "--out", str(tmp_path / "x"), "--quiet"]) == EXIT_INPUT
+
+
+def test_refuses_other_methods_and_bad_sample_times():
+    problem = ffopt.load_problem(PROBLEMS / "e12_line.toml")
+    with pytest.raises(ProblemError, match="solver.method = 'dd'"):
+        check_exportable(problem.with_solver(method="dd"))
+    with pytest.raises(ProblemError, match="--sample-time"):
+        check_exportable(problem, sample_time=1.0)
+
+
+@pytest.mark.slow
+@needs_cc
+def test_manutec_r3_benchmark_reproduces_the_offline_plan(tmp_path):
+    problem = ffopt.load_problem(PROBLEMS / "manutec_r3_benchmark.toml")
+    info = export_problem(problem, tmp_path / "r3")
+    build = compile_folder(tmp_path / "r3")
+    assert build.warnings == ""
+    timing, rows = run_harness(build, tmp_path / "r3", runs=3)
+    err = relative_errors(rows, offline_plan(problem), info.n_u)
+    assert max(err.values()) <= 1e-9, err

@@ -154,7 +154,11 @@ def test_newton_route_honours_both_limits(monkeypatch):
 
 def test_limits_from_problem_file_cli_and_validation():
     p = load_problem(PROBLEMS / "e1_complete.toml")
-    assert (p.nlp.max_iter, p.nlp.max_wall_time_s) == (1000, 120.0)  # defaults: a few minutes at most
+    # defaults: 120 s of CPU; the wall time only as a guard, 3x that
+    assert (p.nlp.max_iter, p.nlp.max_cpu_time_s, p.nlp.max_wall_time_s) == (1000, 120.0, None)
+    assert p.nlp.wall_time_limit_s == 360.0
+    assert dataclasses.replace(p.nlp, max_cpu_time_s=10.0).wall_time_limit_s == 30.0
+    assert dataclasses.replace(p.nlp, max_wall_time_s=5.0).wall_time_limit_s == 5.0
     from ffopt.cli.main import build_parser
     from ffopt.plan import plan
 
@@ -166,6 +170,71 @@ def test_limits_from_problem_file_cli_and_validation():
         plan(p, method="nlp", max_time=-1.0)
     with pytest.raises(ProblemError, match=r"nlp.max_iter \(--max-iter\): must be an integer > 0"):
         plan(p, method="nlp", max_iter=0)
+    with pytest.raises(ProblemError, match=r"nlp.max_cpu_time_s: must be > 0 s"):
+        plan(p.with_nlp(max_cpu_time_s=0.0), method="nlp")
+
+
+def test_ipopt_gets_the_cpu_limit_as_its_own():
+    from ffopt.nlp.backends.common import ipopt_options
+
+    opts = ipopt_options(False, 1e-8, 100, 360.0, max_cpu_time=120.0)
+    assert (opts["max_cpu_time"], opts["max_wall_time"]) == (120.0, 360.0)
+    assert "max_cpu_time" not in ipopt_options(False, 1e-8, 100, 360.0)
+
+
+@pytest.mark.parametrize("backend", ["casadi", "cyipopt"])
+def test_cpu_time_limit_is_what_ends_the_solve(backend):
+    """The same hard NLP with 1 s of CPU and a wall-time guard far away: the CPU limit ends it, and the
+    status and the diagnosis say so (a busy machine stretches the wall time, not the CPU time)."""
+    with pytest.raises(SolverError, match=r"NLP stopped at its CPU-time limit of 1 s \(nlp.max_cpu_time_s\): IPOPT "
+                                          r"via \w+ ended with status Maximum_CpuTime_Exceeded after \d+ iterations "
+                                          r"and [\d.]+ s \([\d.]+ s of its 1 s of CPU\).*What to try:.*a larger "
+                                          r"limit \(nlp.max_cpu_time_s\)"):
+        _solve(_hard_e1(backend=backend, step=2.5e-3, max_cpu_time_s=1.0, max_wall_time_s=600.0))
+
+
+def test_wall_guard_and_cpu_limit_are_told_apart(monkeypatch):
+    """Newton (square NLP, in this process) on injected clocks: a wall clock that runs 1 s per reading
+    with a CPU clock that stands still (a machine busy with other jobs) ends at the wall-time guard;
+    a CPU clock that runs ends at the CPU limit. The diagnosis names the one that ended the solve."""
+    settings = NlpSettings(strategy="causal", step=1e-2, warm_start="none", max_cpu_time_s=4.0, max_wall_time_s=8.0)
+    ticks = iter(range(10**6))
+    monkeypatch.setattr(nlp_solve, "SolveMonitor", functools.partial(
+        SolveMonitor, clock=lambda: float(next(ticks)), cpu_clock=lambda: 0.0))
+    with pytest.raises(SolverError, match=r"wall-time limit of 8 s \(nlp.max_wall_time_s, --max-time\): Newton "
+                                          r"\(square NLP\) ended with status Maximum_WallTime_Exceeded"):
+        _solve(settings)
+    cpu_ticks = iter(range(10**6))
+    monkeypatch.setattr(nlp_solve, "SolveMonitor", functools.partial(
+        SolveMonitor, clock=lambda: 0.0, cpu_clock=lambda: float(next(cpu_ticks))))
+    with pytest.raises(SolverError, match=r"CPU-time limit of 4 s \(nlp.max_cpu_time_s\): Newton \(square NLP\) "
+                                          r"ended with status Maximum_CpuTime_Exceeded"):
+        _solve(settings)
+
+
+def test_a_worker_busy_in_one_iteration_is_ended_at_the_cpu_limit(monkeypatch, tmp_path):
+    """A worker that burns CPU inside one call (a factorisation that does not finish) is ended a grace
+    after the CPU limit, read from /proc, long before the wall-time guard; the diagnosis says which."""
+    from ffopt.nlp.backends import casadi_ipopt, common, isolated
+
+    if isolated.worker_cpu_s(os.getpid()) is None:
+        pytest.skip("no /proc: the CPU time of a worker is not known here")
+    woke_file = tmp_path / "worker.woke"
+
+    def busy(problem, warm, tol, monitor, w_start):
+        monitor.begin("IPOPT (busy)")
+        monitor.iteration(0, 1.0, 1e3)
+        end = time.perf_counter() + 60
+        while time.perf_counter() < end:  # stands for a native call that never returns to Python
+            pass
+        woke_file.write_text("the worker was not ended")
+
+    monkeypatch.setattr(casadi_ipopt, "_solve_ipopt", busy)
+    monkeypatch.setattr(common, "ipopt_grace_s", lambda monitor: 0.5)
+    with pytest.raises(SolverError, match=r"CPU-time limit of 1 s.*Maximum_CpuTime_Exceeded.*still inside one "
+                                          r"iteration 0.5 s after the CPU-time limit"):
+        _solve(_hard_e1(backend="casadi", step=2.5e-3, max_cpu_time_s=1.0, max_wall_time_s=120.0))
+    assert not woke_file.exists()
 
 
 # ------------------------------------------------------------------------------ progress

@@ -1,12 +1,15 @@
-"""Iteration and wall-time limits, live progress and interrupts, shared by every NLP backend.
+"""Iteration, CPU-time and wall-time limits, live progress and interrupts, shared by every NLP backend.
 
 A ``SolveMonitor`` is created when the NLP stage starts; its clock covers the transcription,
 the solver set-up and every solver run (a Newton attempt and the IPOPT run after it share one
-budget). A backend calls ``begin(name)`` when its solver starts and ``iteration(...)`` once per
+budget). Time is limited twice: in CPU seconds (``max_cpu_time_s``: this process's and, for a
+solve in a worker process, the worker's; what the solve costs, whatever else runs on the machine)
+and in wall seconds (``max_wall_time_s``, the outer guard). ``stop_reason`` says which limit ended
+a solve. A backend calls ``begin(name)`` when its solver starts and ``iteration(...)`` once per
 iteration: the monitor records the iterate's numbers, reports them through the ``progress``
 callback (rate-limited) and returns False when the solver must stop (a limit is used up, or the
 progress callback raised, e.g. KeyboardInterrupt). Backends also give their solver
-``remaining_iterations()`` / ``remaining_time()`` as its own limits.
+``remaining_iterations()`` / ``remaining_cpu_time()`` / ``remaining_time()`` as its own limits.
 
 Interrupts: inside ``with monitor.guard():`` a Ctrl-C (SIGINT) is recorded before the previous
 handler runs, and on leaving the block it is raised as KeyboardInterrupt, whatever the solver
@@ -24,7 +27,10 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-WALL_TIME_STATUSES = ("Maximum_WallTime_Exceeded", "Maximum_CpuTime_Exceeded")
+WALL_TIME_STATUSES = ("Maximum_WallTime_Exceeded",)
+CPU_TIME_STATUSES = ("Maximum_CpuTime_Exceeded",)
+TIME_LIMITS = ("max_wall_time", "max_cpu_time")
+LIMITS = TIME_LIMITS + ("max_iter",)
 # Divergence of a cold-started exact-tracking NLP: the infeasibility above its starting value for
 # DIVERGENCE_SPAN iterations in a row while the objective grew DIVERGENCE_GROWTH-fold from its
 # value after the first iteration. Seen on two drawn arms with a passive joint (objective x1e5 and
@@ -72,8 +78,10 @@ class SolveMonitor:
     DEFAULT_INTERVAL_S = 2.0
 
     def __init__(self, max_iter: int, max_wall_time_s: float, progress=None, clock=time.perf_counter,
-                 stop_diverging: bool = False):
+                 stop_diverging: bool = False, max_cpu_time_s: float = float("inf"), cpu_clock=time.process_time):
         self.max_iter, self.max_wall_time_s = int(max_iter), float(max_wall_time_s)
+        self.max_cpu_time_s, self.cpu_clock = float(max_cpu_time_s), cpu_clock
+        self.cpu_start, self.cpu_offset = cpu_clock(), 0.0  # offset: CPU of processes that have ended (workers)
         self.stop_diverging = stop_diverging  # stop the solver once ``diverging()`` (an exact NLP from rest)
         self.progress, self.clock = progress, clock
         self.interval_s = float(getattr(progress, "live_interval_s", self.DEFAULT_INTERVAL_S))
@@ -93,6 +101,22 @@ class SolveMonitor:
     def remaining_time(self) -> float:
         return max(self.max_wall_time_s - self.elapsed(), 0.0)
 
+    def cpu_elapsed(self) -> float:
+        """CPU seconds of this solve: this process since the start, plus ended worker processes."""
+        return self.cpu_clock() - self.cpu_start + self.cpu_offset
+
+    def remaining_cpu_time(self) -> float:
+        return max(self.max_cpu_time_s - self.cpu_elapsed(), 0.0)
+
+    def in_worker(self, cpu_used_s: float) -> None:
+        """In a worker process just forked (its CPU clock starts at 0): go on from ``cpu_used_s``, the
+        solve's CPU time until the fork."""
+        self.cpu_start, self.cpu_offset = self.cpu_clock(), float(cpu_used_s)
+
+    def add_worker_cpu(self, cpu_s: float) -> None:
+        """A worker process ended after ``cpu_s`` CPU seconds of its own: count them."""
+        self.cpu_offset += float(cpu_s)
+
     def remaining_iterations(self) -> int:
         return max(self.max_iter - self.iterations, 0)
 
@@ -100,14 +124,17 @@ class SolveMonitor:
         """True once a limit is used up (and the stop reason says which): ask before starting a solver."""
         if not self._time_up() and self.iterations >= self.max_iter:
             self.stop_reason = self.stop_reason or "max_iter"
-        return self.stop_reason in ("max_wall_time", "max_iter")
+        return self.stop_reason in LIMITS
 
     def limit_reached(self, status: str | None = None) -> str | None:
-        """'max_iter' / 'max_wall_time' if the solve ended at a limit (ours or the solver's status)."""
-        if self.stop_reason in ("max_wall_time", "max_iter"):
+        """'max_iter' / 'max_cpu_time' / 'max_wall_time' if the solve ended at a limit (ours or the
+        solver's status)."""
+        if self.stop_reason in LIMITS:
             return self.stop_reason
         if status in WALL_TIME_STATUSES:
             return "max_wall_time"
+        if status in CPU_TIME_STATUSES:
+            return "max_cpu_time"
         if status in ITERATION_STATUSES:
             return "max_iter"
         return None
@@ -166,6 +193,9 @@ class SolveMonitor:
             self.interrupt(err)
 
     def _time_up(self) -> bool:
+        if self.cpu_elapsed() >= self.max_cpu_time_s:
+            self.stop_reason = self.stop_reason or "max_cpu_time"
+            return True
         if self.elapsed() >= self.max_wall_time_s:
             self.stop_reason = self.stop_reason or "max_wall_time"
             return True

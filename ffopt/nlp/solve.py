@@ -62,12 +62,15 @@ def solve_backend(backend: str, nlp, warm: bool, settings: NlpSettings, monitor:
     raise ProblemError(f"nlp.backend: must be one of {', '.join(BACKENDS)}; got {backend!r}")
 
 
-def choose_strategy(model: FlexibleModel, reference, settings: NlpSettings, qa_guess=None) -> tuple[NlpSettings, dict]:
+def choose_strategy(model: FlexibleModel, reference, settings: NlpSettings, qa_guess=None,
+                    bdf_step: float | None = None) -> tuple[NlpSettings, dict]:
     """Resolve strategy = auto by the zero dynamics along the path; default pre/post-actuation.
 
     Non-minimum phase -> non-causal (stable inversion) with pre-/post-actuation of 10 time
     constants of the SLOWEST unstable zero (``pre_actuation_rate``; capped to [0.05, 3] s) unless
-    the user set them.
+    the user set them. bdf_step: also the order of a BDF warm start at that step
+    (info["warm_start_order"]: the highest <= WARM_START_ORDER stable on the zeros,
+    ``ffopt.auto_method.bdf_order_choice``; None: none is, so no warm start).
     """
     info = {"strategy_requested": settings.strategy}
     if settings.strategy not in STRATEGIES:
@@ -83,6 +86,8 @@ def choose_strategy(model: FlexibleModel, reference, settings: NlpSettings, qa_g
             rate = pre_actuation_rate(rep)
             fastest = rep.fastest_unstable_zero()
             info["fastest_unstable_zero"] = float(fastest[0].real) if fastest else 0.0
+        if bdf_step is not None:
+            info.update(_warm_start_order(rep, reference, bdf_step))
     except (ImportError, FfoptError, np.linalg.LinAlgError) as err:  # analysis unavailable / failed
         info["zero_dynamics"] = f"not available ({err})"
     if strategy == "auto":
@@ -99,6 +104,20 @@ def choose_strategy(model: FlexibleModel, reference, settings: NlpSettings, qa_g
     return replace(settings, strategy=strategy), info
 
 
+def _warm_start_order(rep, reference, step: float) -> dict:
+    """The BDF order of the warm start: stable on the zero dynamics at ``step`` (a BDF-6 warm start
+    on a lightly damped zero diverges, after compiling its step function for nothing)."""
+    from ffopt.analysis.stability import choose_order, growth_margin
+    from ffopt.auto_method import bdf_zeros
+
+    times, zeros = bdf_zeros(rep.times, rep.zeros, step)
+    choice = choose_order(times, zeros, WARM_START_ORDER, step, growth_margin(int(np.ceil(reference.t_end / step))))
+    out = {"warm_start_order": choice.order}
+    if choice.limiting_zero is not None:
+        out["warm_start_order_reason"] = choice.reason()
+    return out
+
+
 def pre_actuation_rate(rep) -> float:
     """Re z of the slowest unstable zero along the path (1/s): the pre-actuation needed by a stable
     inversion is set by the slowest-decaying (backwards in time) unstable mode, i.e. the smallest
@@ -108,21 +127,22 @@ def pre_actuation_rate(rep) -> float:
     return float(abs(z.real))
 
 
+WARM_START_ORDER = 6  # the highest stable one at most (_warm_start_order)
 WARM_START_FORM = "I1"  # DAE form of the BDF warm start: I1 (the NLP's own form) needs as many or one
 # fewer iterations than I3 (E12 bounded 11 vs 11, E1 bounded 28 vs 29; results/nlp.md, results/nlp_solvers.py)
 
 
-def warm_start_trajectory(model, reference, qa_guess, step: float,
-                          form: str = WARM_START_FORM) -> tuple[Trajectory | None, dict]:
-    """The BDF solution (BDF-6, form ``form``) for warm starting, or None if it fails or diverges."""
+def warm_start_trajectory(model, reference, qa_guess, step: float, form: str = WARM_START_FORM,
+                          order: int = WARM_START_ORDER) -> tuple[Trajectory | None, dict]:
+    """The BDF solution (BDF-``order``, form ``form``) for warm starting, or None if it fails or diverges."""
     from ffopt.dae.inverse import solve_inverse_bdf
 
     tic = time.perf_counter()
     try:
-        traj = solve_inverse_bdf(model, reference, 6, step, form, None, qa_guess)
+        traj = solve_inverse_bdf(model, reference, order, step, form, None, qa_guess)
     except FfoptError as err:
         return None, {"bdf_status": f"failed: {err}", "time_bdf_s": time.perf_counter() - tic}
-    info = {"time_bdf_s": time.perf_counter() - tic, "bdf_form": form,
+    info = {"time_bdf_s": time.perf_counter() - tic, "bdf_form": form, "bdf_order": order,
             "bdf_peak_torque_Nm": np.abs(traj.u).max(axis=0).tolist()}
     scale = max(1.0, float(np.abs(traj.u[0]).max()), float(np.median(np.abs(traj.u))))
     if not np.all(np.isfinite(traj.u)) or np.abs(traj.u).max() > DIVERGED_TORQUE_FACTOR * scale:
@@ -140,7 +160,8 @@ def solve_inverse_nlp(model: FlexibleModel, reference, settings: NlpSettings, qa
     from rest), and in any case what exact tracking needs for the bound check. progress: a
     callable taking a str (warnings, live iteration lines: ``ffopt.nlp.monitor.NlpProgress``).
     Raises SolverError before solving if a bound is infeasible (``ffopt.nlp.feasibility``), and
-    with a diagnosis if the NLP is not solved within nlp.max_iter / nlp.max_wall_time_s.
+    with a diagnosis if the NLP is not solved within nlp.max_iter / nlp.max_cpu_time_s (or the wall-time
+    guard nlp.max_wall_time_s); the diagnosis names the limit that ended it.
     A Ctrl-C (or an exception of ``progress``) propagates as it is.
     """
     s = settings
@@ -148,8 +169,8 @@ def solve_inverse_nlp(model: FlexibleModel, reference, settings: NlpSettings, qa
     say = progress if progress is not None else (lambda msg: None)
     use_warm = warm is not None and s.warm_start == "bdf"
     # exact tracking from rest starts far from feasible and can run away (monitor.DIVERGENCE_SPAN)
-    monitor = SolveMonitor(s.max_iter, s.max_wall_time_s, progress,
-                           stop_diverging=s.tracking == "exact" and not use_warm)
+    monitor = SolveMonitor(s.max_iter, s.wall_time_limit_s, progress,
+                           stop_diverging=s.tracking == "exact" and not use_warm, max_cpu_time_s=s.max_cpu_time_s)
     y0 = np.asarray(reference.evaluate(np.array([0.0]))).ravel()
     q_rest = static_equilibrium(model, y0, qa_guess)
     dummy = choose_dummy_set(model, q_rest[: model.layout.n_link])
@@ -170,14 +191,15 @@ def solve_inverse_nlp(model: FlexibleModel, reference, settings: NlpSettings, qa
     if res.status == "User_Requested_Stop" and monitor.stop_diverging and monitor.diverging():
         res.status = "Diverging_Iterates"  # stopped by the monitor (here or in a worker process)
     elif res.status == "User_Requested_Stop" and (monitor.expired() or monitor.limit_reached()):
-        res.status = stop_status(monitor)  # stopped by the monitor at the wall-time limit
+        res.status = stop_status(monitor)  # stopped by the monitor at a limit (stop_reason: which)
     sol = tr.unpack(res.w)
     if not res.success:
         monitor.close(f"stopped ({res.status})")
         raise SolverError(_diagnose(tr, res, sol, monitor, needs))
     traj = _trajectory(model, reference, tr, nlp, res, sol, t_transcribe, use_warm)
     traj.stats.update({"iterations_total": monitor.iterations, "time_nlp_stage_s": monitor.elapsed(),
-                       "nlp_solver": _solver_name(res)})
+                       "cpu_time_nlp_stage_s": monitor.cpu_elapsed(), "max_cpu_time_s": s.max_cpu_time_s,
+                       "wall_time_limit_s": s.wall_time_limit_s, "nlp_solver": _solver_name(res)})
     return traj
 
 
@@ -209,7 +231,9 @@ def _diagnose(tr: Transcription, res, sol, monitor: SolveMonitor, needs: TorqueN
     s = tr.settings
     limit = monitor.limit_reached(res.status)
     if limit == "max_wall_time":
-        head = f"NLP stopped at its wall-time limit of {s.max_wall_time_s:g} s (nlp.max_wall_time_s, --max-time)"
+        head = f"NLP stopped at its wall-time limit of {s.wall_time_limit_s:g} s (nlp.max_wall_time_s, --max-time)"
+    elif limit == "max_cpu_time":
+        head = f"NLP stopped at its CPU-time limit of {s.max_cpu_time_s:g} s (nlp.max_cpu_time_s)"
     elif limit == "max_iter":
         head = f"NLP stopped at its iteration limit of {s.max_iter} (nlp.max_iter, --max-iter)"
     elif res.status == "Diverging_Iterates":
@@ -220,7 +244,8 @@ def _diagnose(tr: Transcription, res, sol, monitor: SolveMonitor, needs: TorqueN
         head = "NLP not solved"
     solver = monitor.solver or res.backend
     msg = [f"{head}: {solver} ended with status {res.status} after {monitor.iterations} iterations and "
-           f"{monitor.elapsed():.1f} s" + (f"; {res.note}" if res.note else "") + "."]
+           f"{monitor.elapsed():.1f} s ({monitor.cpu_elapsed():.1f} s of its {s.max_cpu_time_s:g} s of CPU)" + (f"; {res.note}" if res.note else "")
+           + "."]
     if monitor.history:
         msg.append(_last_iterate(tr, res, sol, monitor) + ".")
         trend = monitor.trend()
@@ -281,7 +306,8 @@ def _advice(s: NlpSettings, limit: str | None, needs: TorqueNeeds | None, monito
                     "grids)")
     if limit is not None:
         improving = len(monitor.history) > 1 and monitor.last.infeasibility < 0.1 * monitor.history[0].infeasibility
-        key = "--max-time / nlp.max_wall_time_s" if limit == "max_wall_time" else "--max-iter / nlp.max_iter"
+        key = {"max_wall_time": "--max-time / nlp.max_wall_time_s", "max_cpu_time": "nlp.max_cpu_time_s"}.get(
+            limit, "--max-iter / nlp.max_iter")
         tips.append(f"a larger limit ({key})" + (" since the infeasibility was still falling" if improving else ""))
     return "; ".join(tips) + "."
 
@@ -390,7 +416,8 @@ def plan_nlp(problem, progress=None) -> Trajectory:
     if model.drives is not None and problem.nlp.backend == "pyomo":
         raise ProblemError(f"{problem.source}: nlp.backend: the Pyomo formulation does not model DC-motor electrics; "
                            "use casadi, cyipopt or auto")
-    settings, info = choose_strategy(model, reference, held_settings(problem.nlp, problem.output, say), guess)
+    settings, info = choose_strategy(model, reference, held_settings(problem.nlp, problem.output, say), guess,
+                                     bdf_step=problem.solver.step)
     say(f"NLP strategy: {info['strategy']} ({info['strategy_reason']}); zero dynamics: {info['zero_dynamics']}")
     per_step = info.get("fastest_unstable_zero", 0.0) * settings.step
     if settings.tracking == "exact" and per_step > POORLY_RESOLVED_PER_STEP:
@@ -399,16 +426,21 @@ def plan_nlp(problem, progress=None) -> Trajectory:
             "nlp.tracking = 'penalty' keeps them smooth (method auto does so), or a smaller nlp.step")
     warm = None
     bounded = settings.torque_max is not None or settings.torque_rate_max is not None
-    if settings.warm_start == "bdf" or bounded:  # with bounds: also what exact tracking needs
+    order = info.get("warm_start_order", WARM_START_ORDER)
+    if (settings.warm_start == "bdf" or bounded) and order is None:
+        say(f"no BDF solution: {info['warm_start_order_reason']}; cold start from rest")
+        info["bdf_status"] = f"not run: {info['warm_start_order_reason']}"
+    elif settings.warm_start == "bdf" or bounded:  # with bounds: also what exact tracking needs
         purpose = "warm start" if settings.warm_start == "bdf" else "what exact tracking needs (bound check)"
-        say(f"{purpose}: BDF-6 ({WARM_START_FORM}), h = {problem.solver.step * 1e3:g} ms")
-        warm, winfo = warm_start_trajectory(model, reference, guess, problem.solver.step)
+        why = f" ({info['warm_start_order_reason']})" if "warm_start_order_reason" in info else ""
+        say(f"{purpose}: BDF-{order} ({WARM_START_FORM}), h = {problem.solver.step * 1e3:g} ms{why}")
+        warm, winfo = warm_start_trajectory(model, reference, guess, problem.solver.step, order=order)
         info.update(winfo)
         if warm is None and settings.warm_start == "bdf":
             say(f"BDF solution not usable ({winfo['bdf_status']}): cold start from rest")
     say(f"solving the NLP: {settings.scheme} degree {settings.degree}, h = {settings.step * 1e3:g} ms, "
         f"tracking {settings.tracking}, backend {settings.backend}; limits {settings.max_iter} iterations, "
-        f"{settings.max_wall_time_s:g} s")
+        f"{settings.max_cpu_time_s:g} s of CPU (wall-time guard {settings.wall_time_limit_s:g} s)")
     traj = solve_inverse_nlp(model, reference, settings, guess, warm, progress)
     if settings.hold is not None and problem.nlp.tracking == "exact":  # tight tracking by penalty: tighten
         weights = [settings.penalty_weight]

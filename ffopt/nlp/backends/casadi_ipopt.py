@@ -111,7 +111,7 @@ def _solve_ipopt(problem: NlpProblem, warm: bool, tol: float, monitor: SolveMoni
     tic = time.perf_counter()
     callback = IterationCallback(monitor, problem.lbx, problem.ubx, problem.lbg, problem.ubg)
     ipopt = ipopt_options(warm, tol, monitor.remaining_iterations(), monitor.remaining_time(),
-                          problem.info.get("hessian", "exact"))
+                          problem.info.get("hessian", "exact"), monitor.remaining_cpu_time())
     solver = ca.nlpsol("ffopt_nlp", "ipopt", {"x": problem.w, "f": problem.f, "g": problem.g},
                        {"ipopt": ipopt, "print_time": False, "iteration_callback": callback})
     t_build = time.perf_counter() - tic

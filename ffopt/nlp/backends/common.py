@@ -55,8 +55,8 @@ def constraint_violation(w, g, lbx, ubx, lbg, ubg) -> float:
 
 def stop_status(monitor) -> str:
     """The IPOPT status name for a run the monitor stopped."""
-    return {"max_wall_time": "Maximum_WallTime_Exceeded", "max_iter": "Maximum_Iterations_Exceeded",
-            "diverging": "Diverging_Iterates"}.get(
+    return {"max_wall_time": "Maximum_WallTime_Exceeded", "max_cpu_time": "Maximum_CpuTime_Exceeded",
+            "max_iter": "Maximum_Iterations_Exceeded", "diverging": "Diverging_Iterates"}.get(
         monitor.stop_reason, "User_Requested_Stop")
 
 
@@ -69,27 +69,31 @@ def not_started(w0: np.ndarray, backend: str, monitor, note: str = "", time_buil
 
 
 def ipopt_grace_s(monitor) -> float:
-    """How long after the wall-time limit an IPOPT worker may take to end its last iteration (it
-    stops itself between iterations) before it is ended: 10 % of the limit, at least 5 s."""
-    return max(5.0, 0.1 * monitor.max_wall_time_s)
+    """How long after a time limit an IPOPT worker may take to end its last iteration (it stops
+    itself between iterations) before it is ended: 10 % of the CPU limit (or of the wall-time
+    limit if that is the smaller), at least 5 s."""
+    return max(5.0, 0.1 * min(monitor.max_wall_time_s, monitor.max_cpu_time_s))
 
 
 def run_ipopt_isolated(solve, w_start: np.ndarray, monitor, backend: str, what: str) -> NlpResult:
     """``solve(monitor)``, one IPOPT run, in a worker process (``isolated.run_isolated``): IPOPT checks
     its limits only between iterations, and one iteration can run on for many minutes (seen: a MUMPS
     factorisation of a diverging non-causal NLP still running 15 minutes after a 120 s limit). The
-    worker is ended ``ipopt_grace_s`` after the limit; the result then says so."""
+    worker is ended ``ipopt_grace_s`` after a limit (its CPU time, or the wall time); the result then
+    says so, and which limit it was (``monitor.stop_reason``, the status)."""
     if monitor.expired():
         return not_started(w_start, backend, monitor)
     grace = ipopt_grace_s(monitor)
     res = run_isolated(solve, monitor, what, grace)
     if res is not None:
         return res
+    which = "CPU-time" if monitor.stop_reason == "max_cpu_time" else "wall-time"
     return not_started(w_start, backend, monitor, f"IPOPT was still inside one iteration {grace:g} s after the "
-                       "wall-time limit (a factorisation of its linear system that did not finish) and was ended")
+                       f"{which} limit (a factorisation of its linear system that did not finish) and was ended")
 
 
-def ipopt_options(warm: bool, tol: float, max_iter: int, max_wall_time: float, hessian: str = "exact") -> dict:
+def ipopt_options(warm: bool, tol: float, max_iter: int, max_wall_time: float, hessian: str = "exact",
+                  max_cpu_time: float | None = None) -> dict:
     """IPOPT options; with ``warm`` the primal start point is kept (small barrier, tiny push).
 
     ``hessian``: "exact" or "limited-memory" (L-BFGS; used where the NLP is square, see
@@ -103,6 +107,8 @@ def ipopt_options(warm: bool, tol: float, max_iter: int, max_wall_time: float, h
             "sb": "yes", "max_wall_time": float(max_wall_time), "mu_strategy": "adaptive",
             "mumps_scaling": 0,  # the NLP is scaled already; MUMPS scaling made E1 factorisations explode
             "hessian_approximation": hessian}
+    if max_cpu_time is not None and max_cpu_time < 1e20:
+        opts["max_cpu_time"] = float(max_cpu_time)  # IPOPT's own CPU clock, from the start of its solve
     if warm:
         opts.update({"warm_start_init_point": "yes", "mu_init": 1e-6, "warm_start_bound_push": 1e-8,
                      "warm_start_mult_bound_push": 1e-8, "warm_start_bound_frac": 1e-8,

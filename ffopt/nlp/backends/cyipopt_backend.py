@@ -123,7 +123,7 @@ def _solve(problem: NlpProblem, warm: bool, tol: float, monitor: SolveMonitor, w
         return not_started(w_start, "cyipopt", monitor, "the limit was used up while the derivatives were set up",
                            t_build)
     for key, value in ipopt_options(warm, tol, monitor.remaining_iterations(), monitor.remaining_time(),
-                                    problem.info.get("hessian", "exact")).items():
+                                    problem.info.get("hessian", "exact"), monitor.remaining_cpu_time()).items():
         nlp.add_option(key, value)
     monitor.begin("IPOPT via cyipopt")
     tic = time.perf_counter()

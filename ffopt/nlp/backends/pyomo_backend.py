@@ -225,7 +225,8 @@ def _solve(tr, nlp, warm: bool, tol: float, monitor: SolveMonitor) -> NlpResult:
     lbx, ubx, lbg, ubg = (np.array(b, float) for b in (builder.x_lb, builder.x_ub, builder.g_lb, builder.g_ub))
     callback = IterationCallback(monitor, lbx, ubx, lbg, ubg)
     solver = ca.nlpsol("ffopt_pyomo", "ipopt", {"x": x, "f": builder.f, "g": ca.vertcat(*builder.g)},
-                       {"ipopt": ipopt_options(warm, tol, monitor.remaining_iterations(), monitor.remaining_time()),
+                       {"ipopt": ipopt_options(warm, tol, monitor.remaining_iterations(), monitor.remaining_time(),
+                                                    max_cpu_time=monitor.remaining_cpu_time()),
                         "print_time": False, "iteration_callback": callback,
                         "expand": True})  # .nl expressions are scalar MX graphs: SX is far faster
     t_build = time.perf_counter() - tic

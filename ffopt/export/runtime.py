@@ -147,7 +147,7 @@ class ExportedInverse:
             raise ValueError(f"a reference sample needs {self.n_ref} entries, got {r.size}")
         status = self.lib.ffopt_step(self._state, r.ctypes.data_as(ctypes.POINTER(ctypes.c_double)),
                                      ctypes.byref(self._out))
-        self._check(status, f"ffopt_step at sample {self._k if hasattr(self, '_k') else '?'}")
+        self._check(status, "ffopt_step")
         return self._result()
 
     def run(self, reference, y_start=None) -> dict:
@@ -155,6 +155,9 @@ class ExportedInverse:
         sample (row 0 from init): u, qm, dqm (n_rows, n_u), newton_iterations (n_rows,)."""
         ref = np.asarray(reference, dtype=float)
         rows = [self.init(y_start)]
-        for self._k in range(1, len(ref)):
-            rows.append(self.step(ref[self._k]))
+        for i in range(1, len(ref)):
+            try:
+                rows.append(self.step(ref[i]))
+            except SolverError as err:
+                raise SolverError(f"{err} at sample {i} (t = {i * self.meta['sample_time']:g} s)") from None
         return {k: np.array([row[k] for row in rows]) for k in ("u", "qm", "dqm", "newton_iterations")}

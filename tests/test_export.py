@@ -148,3 +148,19 @@ def test_manutec_r3_benchmark_reproduces_the_offline_plan(tmp_path):
     timing, rows = run_harness(build, tmp_path / "r3", runs=3)
     err = relative_errors(rows, offline_plan(problem), info.n_u)
     assert max(err.values()) <= 1e-9, err
+
+
+def test_output_folder_rules(tmp_path):
+    """A second export replaces ffopt's files (a build folder of the user's stays); a foreign folder is refused."""
+    e12 = str(PROBLEMS / "e12_line.toml")
+    out = tmp_path / "e12"
+    assert main(["export", e12, "--out", str(out), "--quiet"]) == 0
+    (out / "build").mkdir()
+    (out / "build" / "mine.o").write_text("x")
+    assert main(["export", e12, "--out", str(out), "--quiet"]) == 0
+    assert (out / "build" / "mine.o").read_text() == "x"
+    foreign = tmp_path / "foreign"
+    foreign.mkdir()
+    (foreign / "notes.txt").write_text("mine")
+    assert main(["export", e12, "--out", str(foreign), "--quiet"]) == EXIT_INPUT
+    assert sorted(p.name for p in foreign.iterdir()) == ["notes.txt"]

@@ -51,9 +51,10 @@ CHECK_TEXT = {positive: "> 0", non_negative: ">= 0", all_positive: "each > 0"}
 # Sections not listed show the first shipped file that has them; "" as file: no example.
 EXAMPLES = {
     "problem": [("e12_line.toml", "", 1)],
-    "model": [("arm6_orientation.toml", "model", 1)],
+    "model": [("arm6_orientation.toml", "model", 1), ("ur5_line.toml", "model", 1)],
     "model.joints": [("e12_line.toml", "model.joints", 1), ("e12_line.toml", "model.joints", 3),
-                     ("arm3d_bearing.toml", "model.joints", 2), ("arm3d_bearing.toml", "model.joints", 4)],
+                     ("arm3d_bearing.toml", "model.joints", 2), ("arm3d_bearing.toml", "model.joints", 4),
+                     ("panda_line.toml", "model.joints", 1), ("panda_line.toml", "model.joints", 4)],
     "model.joints.flexible": [("canadarm_tool_path.toml", "model.joints", 2)],
     "reference": [("", "", 1)],
     "reference.line": [("arm6_orientation.toml", "reference", 1)],

@@ -104,9 +104,18 @@ def _finish(ax) -> None:
 
 def tool_error_figure(traj, verification, title: str = "Tool-path error in verification"):
     fig, ax = _pyplot().subplots(figsize=(7, 3.5))
+    after = getattr(verification, "settle_simulations", None) or {}
     for name, sim in _cases(verification):
         err = 1000 * np.linalg.norm(sim.y - traj.y_ref, axis=1)
-        ax.semilogy(sim.t, np.maximum(err, 1e-9), label=name)
+        line, = ax.semilogy(sim.t, np.maximum(err, 1e-9), label=name)
+        if name in after:  # the settle window: the controller holds the final pose, error against the end point
+            s = after[name]
+            ax.semilogy(s.t, np.maximum(1000 * np.linalg.norm(s.y - traj.y_ref[-1], axis=1), 1e-9),
+                        color=line.get_color(), lw=1)
+    if after:
+        ax.axvline(traj.t[-1], color="k", lw=0.8, ls=":")
+        ax.annotate("table ends: hold", (traj.t[-1], 1.0), xycoords=("data", "axes fraction"), fontsize=7,
+                    ha="left", va="top")
     ax.set(xlabel="t [s]", ylabel="tool error [mm]", title=title if len(title) <= 70 else title[:67] + "...")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)

@@ -40,13 +40,25 @@ img { max-width: 100%; display: block; margin: 0.8em 0; } .note { color: #666; f
 <p class="note">Plan folder {{ folder }}; method <b>{{ p.method }}</b>; outputs {{ p.problem.outputs | join(", ") }};
 {{ "%.4g" | format(p.problem.t_end_s) }} s planned. Problem file: {{ p.problem.source }}.</p>
 
+<h2>Verdict</h2>
+<p><b>{{ verdict.status }}</b>{% if verdict.line %}: {{ verdict.line }}{% endif %}</p>
+{% if verdict.after %}<p class="note">{{ verdict.after }}</p>{% endif %}
+{% if verdict.rest %}<p class="note">{{ verdict.rest }}</p>{% endif %}
+
+<h2>Method: why this one</h2>
+<p>{{ choice.text }}</p>
+{% if choice.zeros %}<p class="note">Zero dynamics along the path: {{ choice.zeros }}</p>{% endif %}
+{% if choice.rest %}<p class="note">{{ choice.rest }}</p>{% endif %}
+
 <h2>Verification: tool-path error by forward simulation</h2>
 {% if verification is none %}<p>Not verified (planned with --no-verify).</p>{% else %}
 <table><tr><th>case</th>{% for c in verification.columns %}<th>{{ c }}</th>{% endfor %}</tr>
 {% for case, row in verification.rows %}<tr><td>{{ case }}</td>{% for cell, num in row %}<td{% if num %} class="num"{% endif %}>{{ cell }}</td>{% endfor %}</tr>
 {% endfor %}</table>
 {% for name, why in verification.skipped.items() %}<p class="note">{{ name }} skipped: {{ why }}</p>{% endfor %}
-<p class="note">Errors in mm over the whole run (angle outputs in mrad); integrator CVODES, rtol {{ p.verification.rtol }};
+<p class="note">Errors in mm during the move (angle outputs in mrad); residual_mm: the largest tool error in the
+settle window after the table, with the controller holding the final pose; settling_time_s: until the tool stays within
+the tolerance (empty: not within the window); integrator CVODES, rtol {{ p.verification.rtol }};
 motor PD gains: {{ pd_gains }}.</p>{% endif %}
 
 <h2>Plots</h2>
@@ -92,11 +104,49 @@ def render(plan: SavedPlan) -> str:
     plots, drawn = _plots(plan)
     return env.from_string(TEMPLATE).render(
         p=s, version=ffopt.__version__, folder=str(plan.folder.absolute()), plots=plots, drawn=drawn,
-        verification=_verification(plan), settings=_flat(s.get("settings", {})), solver=_flat(s.get("solver", {})),
+        verification=_verification(plan), verdict=_verdict(s), choice=_choice(s), settings=_flat(s.get("settings", {})), solver=_flat(s.get("solver", {})),
         timings=s.get("wall_time_s", {}), peaks=[(j, _fmt(x)) for j, x in zip(plan.actuated_joints,
                                                                               s.get("peak_torque_Nm", []))],
         pd_gains=", ".join(f"{k} {_fmt(v)}" for k, v in ((s.get("verification") or {}).get("pd_gains") or {}).items()),
         problem_text=(plan.folder / "problem.toml").read_text() if (plan.folder / "problem.toml").is_file() else "")
+
+
+def _verdict(s: dict) -> SimpleNamespace:
+    """The plan's status, the first miss, the settle window and the plan's end state, as sentences."""
+    ver = s.get("verification") or {}
+    verdict = ver.get("verdict") or {}
+    misses = verdict.get("misses") or []
+    line = ""
+    if misses:
+        m = misses[0]
+        line = (f"{m['case']} {m['phase']}: {_fmt(m['error'])} {m['unit']} at t = {_fmt(m['t_s'])} s > "
+                f"{_fmt(m['tolerance'])} {m['unit']}; likely cause: {m['cause']}")
+    elif verdict:
+        line = f"{verdict['judged_case']} within {_fmt(verdict['tolerance_mm'])} mm during the move and after the table"
+    settle = ver.get("settle") or {}
+    after = (f"After the table: {_fmt(settle['window_s'])} s with the controller holding the final pose "
+             f"({settle.get('settle_s_source', '')}).") if settle else ""
+    end = ver.get("plan_end_state")
+    rest = "" if not end else ("The plan ends at rest." if end.get("at_rest") else
+                               f"The plan ends moving: {end.get('fastest_joint')} at "
+                               f"{_fmt(end['link_speed_max_rad_s'])} rad/s.")
+    return SimpleNamespace(status=s.get("status", "not_verified"), line=line, after=after, rest=rest)
+
+
+def _choice(s: dict) -> SimpleNamespace:
+    """Why the method ran (method auto's reason and the zeros) and what the rest-to-rest step did."""
+    c = s.get("method_choice") or {}
+    text = f"{c.get('chosen', s.get('method'))}: {c.get('reason', 'set by the user')}"
+    zd = c.get("zero_dynamics") or {}
+    zeros = ", ".join(f"{k} {_fmt(v)}" for k, v in zd.items() if not isinstance(v, (dict, list))) if zd else ""
+    r = c.get("rest_to_rest") or {}
+    rest = ""
+    if r:
+        rest = ("Rest to rest: the exact plan ended moving; the time law was shaped "
+                f"({_fmt(r.get('time_law_shape', []))}), peak input {_fmt(r['trade_off']['peak_input_exact'])} -> "
+                f"{_fmt(r['trade_off']['peak_input_rest_to_rest'])}." if r.get("shaped") else
+                f"Rest to rest: not shaped: {r.get('reason', '')}")
+    return SimpleNamespace(text=text, zeros=zeros, rest=rest)
 
 
 def _verification(plan: SavedPlan):

@@ -464,12 +464,3 @@ def test_invalid_urdf_is_refused_with_the_readers_reason(tmp_path):
     assert "model.urdf" in msg and "the URDF reader refused it" in msg and "does not specify limits" in msg
     msg = bad("<robot name='x'><link name='a'>", tmp_path)
     assert "not valid XML" in msg
-
-
-def test_reading_a_urdf_is_fast():
-    import time
-
-    load(SHIPPED / "ur5.urdf", "base_link", "tool0")  # the first read imports Pinocchio
-    t0 = time.perf_counter()
-    load(SHIPPED / "panda.urdf", "panda_link0", "panda_hand", FINGERS)
-    assert time.perf_counter() - t0 < 0.2

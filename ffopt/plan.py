@@ -180,14 +180,16 @@ def versions() -> dict:
 def plan(problem: Problem | str | Path, method: str | None = None, order: int | None = None,
          step: float | None = None, form: str | None = None, scaling_power: float | None = None,
          verify: bool | str | None = None, compile: bool = True, progress=None, backend: str | None = None,
-         warm_start: str | None = None, max_iter: int | None = None, max_time: float | None = None) -> PlanResult:
+         warm_start: str | None = None, max_iter: int | None = None, max_time: float | None = None,
+         max_cpu_time: float | None = None) -> PlanResult:
     """Compute and verify a feedforward plan. Arguments left None take the problem's settings.
 
     ``step`` sets both the BDF step (solver.step) and the collocation interval (nlp.step).
     ``verify``: False (none), True (the problem's case set), "default" (open loop and with the
     motor PD) or "full" (also the baselines and the payload mismatch); None: the problem's
     [verification] settings.
-    max_iter, max_time: limits of the NLP solve (nlp.max_iter, nlp.max_wall_time_s in s).
+    max_iter, max_cpu_time, max_time: limits of the NLP solve (nlp.max_iter, nlp.max_cpu_time_s, and the
+    wall-time guard nlp.max_wall_time_s, in s).
     progress: a callable taking a str; NLP iterations arrive as live messages
     (``ffopt.nlp.monitor.NlpProgress``; ``ffopt.io.console.ConsoleProgress`` shows them as one line).
     """
@@ -195,7 +197,7 @@ def plan(problem: Problem | str | Path, method: str | None = None, order: int | 
         problem = load_problem(problem)
     problem = problem.with_solver(method=method, order=order, step=step, form=form, scaling_power=scaling_power)
     problem = problem.with_nlp(backend=backend, warm_start=warm_start, step=step)  # step: BDF and NLP grid
-    problem = _with_nlp_limits(problem, max_iter, max_time)
+    problem = _with_nlp_limits(problem, max_iter, max_time, max_cpu_time)
     s = problem.solver
     _check_settings(problem)
     say = progress or (lambda msg: None)
@@ -485,14 +487,16 @@ def _check_time_law_smoothness(problem: Problem) -> None:
                            f"a law with at least {r - 1} zero derivatives (hermite9 has 4, poly11 5, cinf all)")
 
 
-def _with_nlp_limits(problem: Problem, max_iter: int | None, max_time: float | None) -> Problem:
-    """The NLP limits given to plan() (CLI --max-iter / --max-time); an error for a method without an NLP."""
-    if max_iter is None and max_time is None:
+def _with_nlp_limits(problem: Problem, max_iter: int | None, max_time: float | None,
+                     max_cpu_time: float | None = None) -> Problem:
+    """The NLP limits given to plan() (CLI --max-iter / --max-cpu-time / --max-time); an error for a method
+    without an NLP."""
+    if max_iter is None and max_time is None and max_cpu_time is None:
         return problem
     if problem.solver.method not in ("nlp", "auto"):
-        raise ProblemError(f"--max-iter / --max-time limit the NLP solve, but solver.method is "
+        raise ProblemError(f"--max-iter / --max-cpu-time / --max-time limit the NLP solve, but solver.method is "
                            f"{problem.solver.method!r} (a fixed number of steps): use them with --method nlp")
-    problem = problem.with_nlp(max_iter=max_iter, max_wall_time_s=max_time)
+    problem = problem.with_nlp(max_iter=max_iter, max_wall_time_s=max_time, max_cpu_time_s=max_cpu_time)
     from ffopt.nlp.settings import check_limits
 
     check_limits(problem.nlp)

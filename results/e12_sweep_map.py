@@ -28,6 +28,8 @@ from matplotlib.colors import ListedColormap, LogNorm
 
 from ffopt.sweep import load_sweep, read_results, run_sweep
 
+PLANNED = ("verified", "missed_tolerance", "planned", "ok")  # a run that planned ("ok": sweeps before the verdict)
+
 ROOT = Path(__file__).resolve().parents[1]
 SWEEP = ROOT / "problems" / "sweeps" / "e12_stiffness_duration.toml"
 REGIONS = ["BDF alone", "NLP relaxes", "no plan"]
@@ -44,17 +46,17 @@ def classify(df: pd.DataFrame) -> pd.DataFrame:
         b = bdf.loc[key]
         bound = np.asarray(nlp["nlp.torque_max"], float)
         peaks = np.array([b["peak_u_q1_Nm"], b["peak_u_q2_Nm"]])
-        within = b["status"] == "ok" and bool(np.all(peaks <= bound))
+        within = b["status"] in PLANNED and bool(np.all(peaks <= bound))
         use = b if within else nlp
-        region = "BDF alone" if within else ("NLP relaxes" if nlp["status"] == "ok" else "no plan")
+        region = "BDF alone" if within else ("NLP relaxes" if nlp["status"] in PLANNED else "no plan")
         rows.append({"gear_stiffness": key[0], "duration": key[1], "bound": tuple(bound), "region": region,
                      "peak_over_bound": float(np.max(peaks / bound)), "error_mm": use[ERROR] if region != "no plan"
                      else np.nan, "solve_s": use["t_inverse_dynamics_s"] if region != "no plan" else np.nan,
                      "bdf_error_mm": b[ERROR], "bdf_solve_s": b["t_inverse_dynamics_s"],
-                     "nlp_error_mm": nlp[ERROR] if nlp["status"] == "ok" else np.nan,
+                     "nlp_error_mm": nlp[ERROR] if nlp["status"] in PLANNED else np.nan,
                      "nlp_planned_error_mm": nlp.get("solver_planned_tool_error_max_mm", np.nan),
-                     "nlp_solve_s": nlp["t_inverse_dynamics_s"] if nlp["status"] == "ok" else np.nan,
-                     "nlp_status": nlp["status"] if nlp["status"] == "ok" else nlp["error"]})
+                     "nlp_solve_s": nlp["t_inverse_dynamics_s"] if nlp["status"] in PLANNED else np.nan,
+                     "nlp_status": nlp["status"] if nlp["status"] in PLANNED else nlp["error"]})
     return pd.DataFrame(rows)
 
 
@@ -121,7 +123,7 @@ def findings(study: pd.DataFrame, df: pd.DataFrame) -> list[str]:
     bdf = study[study["region"] == "BDF alone"]
     relaxed = study[study["region"] == "NLP relaxes"]
     none = study[study["region"] == "no plan"]
-    ok = df[df["status"] == "ok"]
+    ok = df[df["status"].isin(PLANNED)]
     by_t = bdf.groupby("duration")["error_mm"].agg(["min", "max"])
     lines = [f"- BDF alone (exact tracking within the bound): {len(bdf)} of {len(study)} points. Its verified error "
              f"depends on the duration, hardly on the stiffness: {by_t['min'].iloc[0]:.3g}-{by_t['max'].iloc[0]:.3g} mm at "
@@ -149,7 +151,7 @@ def findings(study: pd.DataFrame, df: pd.DataFrame) -> list[str]:
 
 
 def write_markdown(study, df, report, path: Path, png: Path) -> None:
-    ok = df["status"] == "ok"
+    ok = df["status"].isin(PLANNED)
     plan_s, task_s = df.loc[ok, "t_plan_s"], df.loc[ok, "t_task_s"]
     lines = [
         "# E12 sweep: gear stiffness x path duration x torque bound", "",

@@ -43,6 +43,7 @@ OPTION_METHODS = {
     "warm_start": (("nlp",), "it chooses the start point of method nlp"),
     "max_iter": (("nlp",), "it limits the iterations of method nlp's solver"),
     "max_time": (("nlp",), "it limits the wall time of method nlp's solver"),
+    "max_cpu_time": (("nlp",), "it limits the CPU time of method nlp's solver"),
 }
 
 # argparse takes "-1e-3" for an option; accept every float literal as a (negative) value
@@ -122,7 +123,7 @@ def cmd_plan(args) -> int:
         result = plan(problem, method=args.method, order=args.order, step=args.step, form=args.form,
                       scaling_power=args.scaling_power, verify=verify, compile=not args.no_compile, progress=progress,
                       backend=args.backend, warm_start=args.warm_start, max_iter=args.max_iter,
-                      max_time=args.max_time)
+                      max_time=args.max_time, max_cpu_time=args.max_cpu_time)
     except PathError as err:  # name the file whose [reference] cannot be followed
         raise PathError(f"{problem.source}: {err}" if not str(err).startswith(problem.source) else str(err)) from None
     interrupt.check()
@@ -217,9 +218,13 @@ def build_parser() -> argparse.ArgumentParser:
     # --- NLP limits (ffopt/nlp/monitor.py) ---
     p.add_argument("--max-iter", type=int, metavar="N",
                    help="NLP iteration limit (default: the problem's nlp.max_iter, 1000)")
+    p.add_argument("--max-cpu-time", type=float, metavar="S",
+                   help="NLP CPU-time limit in seconds (this process and the solver's worker: transcription, "
+                        "set-up and iterations), per NLP attempt (method auto makes at most two); the same on a "
+                        "loaded machine (default: the problem's nlp.max_cpu_time_s, 120)")
     p.add_argument("--max-time", type=float, metavar="S",
-                   help="NLP wall-time limit in seconds: transcription, set-up and iterations, per NLP "
-                        "attempt (method auto makes at most two) (default: the problem's nlp.max_wall_time_s, 120)")
+                   help="NLP wall-time guard in seconds, per NLP attempt (default: the problem's "
+                        "nlp.max_wall_time_s, else 3 x the CPU-time limit)")
     # --- end NLP limits ---
     p.set_defaults(func=cmd_plan)
 

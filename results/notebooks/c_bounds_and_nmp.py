@@ -42,7 +42,10 @@ FULL = SIZE == "full"
 # bounds as fractions of the exact-tracking peak torques; 2.0: a bound that is never reached
 BOUND_FRACTIONS = [2.0, 0.95, 0.9, 0.85, 0.8, 0.75, 0.7, 0.65, 0.6] if FULL else [2.0, 0.88, 0.7]
 PRE_ACTUATION_S = [0.02, 0.03, 0.05, 0.075, 0.1, 0.14, 0.18, 0.25, 0.3] if FULL else [0.05, 0.1, 0.18]
-bounded = nbsupport.every_case(nbsupport.problem("e12_torque_bounded"))
+# The bound is 88 % of the exact-tracking peak of the poly11 time law, and the study is what that bound costs on
+# that law: rest-to-rest shaping (solver.end_at_rest, on by default) lowers the exact peak itself by 27 %
+# (1.36e5 -> 9.9e4 N m, below the bound), so it is off here
+bounded = nbsupport.every_case(nbsupport.problem("e12_torque_bounded").with_values({"solver.end_at_rest": False}))
 nmp = nbsupport.every_case(nbsupport.problem("e1_nmp"))
 print(f"size {SIZE}: bounds at {BOUND_FRACTIONS} of the exact-tracking peak, pre-actuation {PRE_ACTUATION_S} s; "
       f"ffopt {ffopt.__version__}")

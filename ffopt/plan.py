@@ -268,7 +268,7 @@ def _end_at_rest(problem: Problem, traj, method_choice: dict, say, compile: bool
     the plan is made again with that law by the method that made it. Where no monotone law rests within
     the move, the plan is kept and the duration that would rest is reported (summary.json
     ``method_choice.rest_to_rest``)."""
-    from ffopt.dae.rest_to_rest import ends_at_rest, shape_for_rest
+    from ffopt.dae.rest_to_rest import ends_at_rest, shape_for_rest_cached
 
     at_rest, end = ends_at_rest(problem.model, traj)
     if at_rest:
@@ -284,7 +284,7 @@ def _end_at_rest(problem: Problem, traj, method_choice: dict, say, compile: bool
     say(f"the plan ends moving ({_end_text(end)}): shaping the time law so that the arm ends at rest "
         f"(same path, same {spec.duration:.4g} s)")
     try:
-        c, info = shape_for_rest(problem)
+        c, info = shape_for_rest_cached(problem)
     except SolverError as err:
         record.update(shaped=False, reason=f"the rest-to-rest search failed: {err}")
         say(f"warning: {record['reason']}")
@@ -305,8 +305,9 @@ def _end_at_rest(problem: Problem, traj, method_choice: dict, say, compile: bool
                   trade_off={"peak_input_exact": end["peak_input"],
                              "peak_input_rest_to_rest": float(np.abs(new.u).max()),
                              "move_s": spec.duration})
-    say(f"rest-to-rest time law: {info['iterations']} iterations, {info['bdf_solves']} BDF solves, "
-        f"{info['search_time_s']:.2f} s; peak input {end['peak_input']:.4g} -> {np.abs(new.u).max():.4g}")
+    found = ("from the cache of an earlier plan of this problem" if info.get("cached") else
+             f"{info['iterations']} iterations, {info['bdf_solves']} BDF solves, {info['search_time_s']:.2f} s")
+    say(f"rest-to-rest time law: {found}; peak input {end['peak_input']:.4g} -> {np.abs(new.u).max():.4g}")
     return shaped, new
 
 

@@ -19,6 +19,7 @@ recompilation. ``ends_at_rest`` is the cheap check whether a plan needs it.
 
 from __future__ import annotations
 
+import os
 import time
 
 import numpy as np
@@ -30,7 +31,7 @@ from ffopt.reference.build import reference_from_spec
 from ffopt.reference.paths import time_law_peak
 from ffopt.reference.time_laws import monotonicity_margin, shaped_time_law
 
-__all__ = ["ends_at_rest", "shape_for_rest", "with_duration_factor", "REST_SPEED_RAD_S", "REST_TORQUE_REL", "DURATION_FACTORS"]
+__all__ = ["ends_at_rest", "shape_for_rest", "shape_for_rest_cached", "with_duration_factor", "REST_SPEED_RAD_S", "REST_TORQUE_REL", "DURATION_FACTORS"]
 
 REST_SPEED_RAD_S = 1e-4  # at rest: every link and motor speed below this at the last row
 REST_TORQUE_REL = 1e-6  # ... and the input within this fraction of the plan's peak |u| of the static input
@@ -201,6 +202,42 @@ def shape_for_rest(problem, n_shape: int = 6, max_iter: int = 30, speed_tol: flo
         info.update(_longer_move(problem, n_shape, max_iter, speed_tol, torque_rel, duration_factors))
     info["wall_time_s"] = time.perf_counter() - tic
     return c, info
+
+
+def shape_for_rest_cached(problem, n_shape: int = 6) -> tuple[np.ndarray, dict]:
+    """``shape_for_rest`` with its result kept on disk beside the compiled BDF code ($FFOPT_CACHE_DIR, default
+    ~/.cache/ffopt) under a hash of the problem as written (``problem.to_toml()``), n_shape and the ffopt
+    version: a second plan of the same problem skips the search (info["cached"] says so)."""
+    import hashlib
+    import json
+
+    import ffopt
+    from ffopt.dae.bdf import _cache_dir
+
+    text = f"{ffopt.__version__}\n{n_shape}\n{problem.to_toml()}"
+    path = _cache_dir(None) / f"rest_{hashlib.sha256(text.encode()).hexdigest()[:32]}.json"
+    try:
+        saved = json.loads(path.read_text())
+        return np.asarray(saved["c"], float), {**saved["info"], "cached": str(path)}
+    except (OSError, ValueError, KeyError):
+        pass
+    c, info = shape_for_rest(problem, n_shape)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"c": c.tolist(), "info": info}, default=_jsonable))
+        tmp.replace(path)
+    except OSError:  # a read-only cache: the search runs again next time
+        pass
+    return c, {**info, "cached": False}
+
+
+def _jsonable(x):
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    if isinstance(x, (np.floating, np.integer, np.bool_)):
+        return x.item()
+    raise TypeError(f"not JSON serialisable: {type(x).__name__}")
 
 
 def _shape_one(problem, n_shape, max_iter, speed_tol, torque_rel) -> tuple[np.ndarray, dict]:

@@ -388,7 +388,11 @@ def test_one_link_tip_output_bdf_diverges_nlp_plan_verifies():
 
 @pytest.mark.slow
 def test_canadarm_forced_motion_is_stable_for_10_s():
-    """Mohan & Saha's forced simulation: rigid-link torques along eq. (44), all links flexible."""
+    """Mohan & Saha's forced simulation (sec. 7.1): rigid-link torques along eq. (44), all links flexible.
+
+    The paper shows the tip deflections as curves (its Fig. 4 and 5); results/canadarm.md quotes no number
+    of the paper's for them, so the deflections below are ffopt's own regression values
+    (results/canadarm.md, "max tip deflection"), not the paper's."""
     from ffopt.sim.forced import power_balance, simulate_rigid_torques
 
     model = load_problem(CANADARM).model
@@ -400,8 +404,13 @@ def test_canadarm_forced_motion_is_stable_for_10_s():
     run = simulate_rigid_torques(model, t.ravel(), q, dq, ddq, rtol=1e-8)
     assert np.all(np.isfinite(run.sim.q))
     tip = np.abs(np.array(model.tip_deflection.map(len(t))(run.sim.q[:, :9].T))).max(axis=1)
+    # regression values measured on 2026-11-27 (ffopt, CVODES rtol 1e-8; results/canadarm.md gives the same
+    # 152.82 / 89.74 / 0.61 mm): max |tip deflection| of the shoulder, elbow and wrist link; 2 % is far above the
+    # difference between rtol 1e-8 and 1e-10 (2e-5 mm, results/canadarm.md)
     assert np.allclose(tip, [0.1528, 0.0897, 6.1e-4], rtol=0.02)
-    assert np.abs(run.sim.q[:, :3] - q).max() < 0.05  # the joints deviate, as in the paper, but stay close
+    # regression value measured on 2026-11-27 (ffopt's, not the paper's): max joint deviation from eq. (44)
+    # 21.2 / 35.0 / 12.3 mrad (results/canadarm.md); bound 1.5x the largest
+    assert np.abs(run.sim.q[:, :3] - q).max() < 0.053
     assert power_balance(model, run.sim)["relative_error"] < 1e-6
 
 

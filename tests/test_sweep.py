@@ -342,3 +342,23 @@ def _group_alive(pgid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+def test_a_worker_that_dies_during_the_start_up_check_is_not_diagnosed_as_a_missing_install():
+    from distributed.scheduler import KilledWorker
+
+    from ffopt.sweep.runner import _check_workers
+
+    class DyingClient:
+        def run(self, fn):
+            raise KilledWorker("ffopt-warm-up", "tcp://127.0.0.1:1", 3)
+
+    class RefusingClient:
+        def run(self, fn):
+            raise ModuleNotFoundError("No module named 'ffopt'")
+
+    with pytest.raises(ProblemError, match="a worker died during the start-up check") as died:
+        _check_workers(DyingClient(), None)
+    assert "install ffopt" not in str(died.value)
+    with pytest.raises(ProblemError, match="install ffopt in the workers' environment"):
+        _check_workers(RefusingClient(), "tcp://example:8786")

@@ -277,6 +277,18 @@ def _last_iterate(tr: Transcription, res, sol, monitor: SolveMonitor) -> str:
     return "At the last iterate: " + ", ".join(bits)
 
 
+def _bound_gap(s: NlpSettings, needs) -> str:
+    """What was measured of the torque bounds against what exact tracking needs (not a guess at 'far')."""
+    if s.torque_max is None or needs is None or needs.peak is None:
+        return "the penalty NLP under these bounds did not finish"
+    bound = np.broadcast_to(np.asarray(s.torque_max, float), np.shape(needs.peak))
+    below = 100.0 * (1.0 - bound / np.asarray(needs.peak, float))
+    parts = ", ".join(f"{m} {b:.4g} N m ({-d:+.0f} % of its exact-tracking peak {p:.4g})" if d > 0 else
+                      f"{m} {b:.4g} N m (above its exact-tracking peak {p:.4g})"
+                      for m, b, d, p in zip(needs.motors, bound, below, needs.peak))
+    return f"the penalty NLP under the bounds {parts} did not finish"
+
+
 def _advice(s: NlpSettings, limit: str | None, needs: TorqueNeeds | None, monitor: SolveMonitor, backend: str) -> str:
     tips = []
     bounded = s.torque_max is not None or s.torque_rate_max is not None
@@ -292,9 +304,8 @@ def _advice(s: NlpSettings, limit: str | None, needs: TorqueNeeds | None, monito
         tips.append(f"no motion may keep the tool within nlp.band_mm = {s.band_mm:g} mm under these bounds: widen "
                     f"the band, use nlp.tracking = 'penalty', raise the bounds{need}, or slow the motion")
     elif bounded:
-        tips.append(f"bounds far below what the path needs{need} make the penalty NLP slow and its plan poor: raise "
-                    "nlp.torque_max / torque_rate_max or slow the motion (reference.duration); a smaller "
-                    "nlp.penalty_weight eases the NLP but allows a larger tool error")
+        tips.append(f"{_bound_gap(s, needs)}: raise nlp.torque_max / torque_rate_max or slow the motion "
+                    "(reference.duration); a smaller nlp.penalty_weight eases the NLP but allows a larger tool error")
     elif limit is None and monitor.stop_diverging and monitor.diverging():
         tips.append("nlp.tracking = 'penalty' with a large nlp.penalty_weight (the default method auto does this "
                     "with 1e15: the penalty NLP starts feasible from rest), nlp.warm_start = 'bdf' for a "

@@ -269,12 +269,23 @@ def _closing(client, cluster):
                 cluster.close()
 
 
+def _worker_died(err: Exception) -> bool:
+    """A worker process that disappeared (Dask's KilledWorker, a closed comm), not one that raised."""
+    names = {type(e).__name__ for e in (err, err.__cause__, err.__context__) if e is not None}
+    return bool(names & {"KilledWorker", "CommClosedError", "StreamClosedError"})
+
+
 def _check_workers(client, scheduler: str | None) -> None:
     """Warm every worker up (imports) and check it runs this ffopt version (a run's id includes it)."""
     try:
         versions = client.run(_warm_up)
-    except Exception as err:  # e.g. ffopt not installed on a remote worker
-        raise ProblemError(f"--scheduler {scheduler}: the workers cannot run ffopt ({type(err).__name__}: {err}); "
+    except Exception as err:  # e.g. ffopt not installed on a remote worker, or a worker that died
+        where = f"--scheduler {scheduler}" if scheduler else "the local Dask cluster"
+        if _worker_died(err):
+            raise ProblemError(f"{where}: a worker died during the start-up check ({type(err).__name__}: {err}); it was "
+                               "killed or ran out of memory, not refused ffopt: check the workers' memory and logs, "
+                               "and run the sweep again (finished runs are kept)") from None
+        raise ProblemError(f"{where}: the workers cannot run ffopt ({type(err).__name__}: {err}); "
                            "install ffopt in the workers' environment") from None
     wrong = {w: v for w, v in versions.items() if v != ffopt.__version__}
     if wrong:

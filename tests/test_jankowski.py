@@ -86,14 +86,14 @@ def _run(problem, substeps, **kw):
 # iterations per step. Written here from the paper, not imported from the package under test.
 PAPER_MAX_ERROR_MM = {2: 0.093, 4: 0.043, 6: 0.028}
 PAPER_MAX_NEWTON = 3
-# ffopt / paper, regression values measured on 2026-11-27 (results/jankowski.md): 0.0892 / 0.0480 / 0.0360 mm
-MEASURED_RATIO = {2: 0.96, 4: 1.12, 6: 1.29}
+# ffopt / paper, regression values measured on 2026-11-27 (as in results/jankowski.md): 0.0892 / 0.0480 / 0.0360 mm
+MEASURED_RATIO = {2: 0.96, 4: 1.12, 6: 1.28}
 
 
 def test_controller_meets_the_paper_target_over_the_whole_move(problem):
     """The paper's sec. 6.2: H = 10 ms, alpha = 15, h = H/2, H/4, H/6 (3, 6, 9 steps per sample): the max
     end-effector error over the whole run falls with h, its ratio to the paper's 0.093 / 0.043 / 0.028 mm
-    stays within +-25 % of the measured 0.96 / 1.12 / 1.29 (ffopt's parameter set is documented, the
+    stays within +-25 % of the measured 0.96 / 1.12 / 1.28 (ffopt's parameter set is documented, the
     paper's is not: results/jankowski/parameters.md), and Newton needs at most 3 iterations per step
     (measured 3)."""
     errors = []

@@ -345,13 +345,14 @@ def _group_alive(pgid: int) -> bool:
 
 
 def test_a_worker_that_dies_during_the_start_up_check_is_not_diagnosed_as_a_missing_install():
-    from distributed.scheduler import KilledWorker
-
     from ffopt.sweep.runner import _check_workers
+
+    class KilledWorker(Exception):  # Dask's exception is matched by name (its constructor varies by version)
+        pass
 
     class DyingClient:
         def run(self, fn):
-            raise KilledWorker("ffopt-warm-up", "tcp://127.0.0.1:1", 3)
+            raise KilledWorker("ffopt-warm-up died on tcp://127.0.0.1:1")
 
     class RefusingClient:
         def run(self, fn):

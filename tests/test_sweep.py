@@ -266,6 +266,9 @@ def test_an_existing_scheduler_runs_the_sweep(tmp_path, monkeypatch):
     df = read_results(tmp_path / "out")
     assert (df["worker_pid"] == os.getpid()).all() and (df["status"] == "planned").all()  # not verified
     assert not any(c.startswith("error_feedforward") for c in df.columns)  # [plan] verify = false
+    units = df.attrs["units"]  # from results.parquet's metadata
+    assert units["t_plan_s"] == "s" and units["peak_u_q1_Nm"] == "N m" and units["status"] == ""
+    assert set(units) == set(df.columns)
     monkeypatch.setattr("ffopt.sweep.runner.CONNECT_TIMEOUT", "1s")
     with pytest.raises(ProblemError, match=r"--scheduler tcp://127\.0\.0\.1:9: cannot connect"):
         run_sweep(path, tmp_path / "out2", scheduler="tcp://127.0.0.1:9")  # (nothing to do in out)

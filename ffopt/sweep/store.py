@@ -14,6 +14,7 @@ committed or absent, whatever stops the sweep (a killed worker, Ctrl-C, a crash 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import tempfile
@@ -57,7 +58,25 @@ def open_sweep_folder(out: Path, sweep_text: str, force: bool = False) -> None:
 
 def _write_top(tmp: Path, sweep_text: str, table: pa.Table | None) -> None:
     (tmp / SWEEP_FILE).write_text(sweep_text, encoding="utf-8")
-    pq.write_table(table if table is not None else pa.table({"run": pa.array([], pa.int64())}), tmp / TABLE)
+    table = table if table is not None else pa.table({"run": pa.array([], pa.int64())})
+    pq.write_table(table.replace_schema_metadata({**(table.schema.metadata or {}),
+                                                  b"ffopt.units": json.dumps(column_units(table.column_names))}),
+                   tmp / TABLE)
+
+
+# a column's unit from its name's ending (longest first); the sweep's parameters keep their problem-file names
+UNIT_SUFFIXES = (("_rad_s", "rad/s"), ("_mrad", "mrad"), ("_mm", "mm"), ("_Nm", "N m"), ("_s", "s"),
+                 ("_rad", "rad"), ("_V", "V"), ("_A", "A"))
+
+
+def column_units(names) -> dict[str, str]:
+    """{column: unit} of a sweep table ("" for a count, a name or a status): stored in results.parquet's
+    metadata (``ffopt.units``) and in ``read_results(...).attrs["units"]``."""
+    out = {}
+    for name in names:
+        base = name[:-4] if name.endswith("_max") else name  # solver statistics' maxima keep their unit
+        out[name] = next((unit for suffix, unit in UNIT_SUFFIXES if base.endswith(suffix)), "")
+    return out
 
 
 def write_row(out: Path, row: dict) -> None:
@@ -130,4 +149,8 @@ def read_results(out: str | Path):
     path = Path(out) / TABLE
     if not path.is_file():
         raise OutputError(f"{out}: no {TABLE} (not a sweep folder; ffopt sweep SWEEP.toml --out DIR writes one)")
-    return pq.read_table(path).to_pandas()
+    table = pq.read_table(path)
+    df = table.to_pandas()
+    meta = (table.schema.metadata or {}).get(b"ffopt.units")
+    df.attrs["units"] = json.loads(meta) if meta else column_units(df.columns)
+    return df

@@ -284,7 +284,7 @@ def _end_at_rest(problem: Problem, traj, method_choice: dict, say, compile: bool
     say(f"the plan ends moving ({_end_text(end)}): shaping the time law so that the arm ends at rest "
         f"(same path, same {spec.duration:.4g} s)")
     try:
-        c, info = shape_for_rest_cached(problem)
+        c, info = shape_for_rest_cached(problem, progress=say)
     except SolverError as err:
         record.update(shaped=False, reason=f"the rest-to-rest search failed: {err}")
         say(f"warning: {record['reason']}")

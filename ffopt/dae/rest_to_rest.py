@@ -37,6 +37,7 @@ REST_SPEED_RAD_S = 1e-4  # at rest: every link and motor speed below this at the
 REST_TORQUE_REL = 1e-6  # ... and the input within this fraction of the plan's peak |u| of the static input
 DURATION_FACTORS = (1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 4.0)  # longer moves tried when none rests in time
 _MONOTONE_MARGIN = 1e-3  # s' >= this share of the base law's smallest s' / (tau (1 - tau))^n
+PROGRESS_EVERY_S = 1.0  # a progress line at most this often (no stage silent for more than 2 s)
 _FD_STEP = 1e-4  # central-difference step of the shaping coefficients (|phi_i| <= 1)
 # The end state lies on the zero dynamics' rest manifold (dimension 2 for one lightly damped pair): its
 # Jacobian has that rank; singular values below this share of the largest are difference errors
@@ -139,7 +140,7 @@ def _merit(U, r, weight):
     return float(np.abs(U).max() + weight * np.abs(r).sum())
 
 
-def _search(plans: _Plans, c0, max_iter: int, weight: float = 1.0) -> tuple[np.ndarray, dict]:
+def _search(plans: _Plans, c0, max_iter: int, weight: float = 1.0, progress=None) -> tuple[np.ndarray, dict]:
     """Sequential LP with a trust region on the merit peak |u| / u_scale + weight |r|_1 (an exact
     penalty: near rest the peak's sensitivity to the end state is far below ``weight``). A step the
     curvature of the end state spoils gets a second-order correction back onto the rest manifold
@@ -147,7 +148,7 @@ def _search(plans: _Plans, c0, max_iter: int, weight: float = 1.0) -> tuple[np.n
     c = np.asarray(c0, float)
     U, r = plans.measure(c)
     margin = _MONOTONE_MARGIN * plans.g0.min()
-    radius, it = 0.05, 0
+    radius, it, last = 0.05, 0, time.perf_counter()
     for it in range(1, max_iter + 1):
         JU, Jr = plans.jacobians(c)
         g = plans.g0 + plans.G @ c - margin
@@ -164,6 +165,10 @@ def _search(plans: _Plans, c0, max_iter: int, weight: float = 1.0) -> tuple[np.n
             radius if ratio > 0.25 else 0.25 * radius)
         if radius < 1e-9:
             break
+        if progress is not None and time.perf_counter() - last >= PROGRESS_EVERY_S:
+            last = time.perf_counter()
+            progress(f"rest-to-rest: iteration {it}, end residual {np.abs(r).max():.3g}, peak input "
+                     f"{np.abs(U).max() * plans.u_scale:.4g}, {plans.solves} BDF solves")
     return c, {"iterations": it, "end_residual_max": float(np.abs(r).max()), "peak_rel": float(np.abs(U).max())}
 
 
@@ -186,7 +191,8 @@ def _trial(plans: _Plans, c, d, Jr, basis, g, weight):
 
 
 def shape_for_rest(problem, n_shape: int = 6, max_iter: int = 30, speed_tol: float = REST_SPEED_RAD_S,
-                   torque_rel: float = REST_TORQUE_REL, duration_factors=DURATION_FACTORS) -> tuple[np.ndarray, dict]:
+                   torque_rel: float = REST_TORQUE_REL, duration_factors=DURATION_FACTORS,
+                   progress=None) -> tuple[np.ndarray, dict]:
     """Shaping coefficients (``reference.time_law_shape``) with which the exact-tracking BDF plan of
     ``problem`` (its solver's order, step and form) ends at rest (``ends_at_rest``) with the least
     peak |u|, s monotone. Returns (c, info); info["at_rest"] says whether it rests.
@@ -195,16 +201,17 @@ def shape_for_rest(problem, n_shape: int = 6, max_iter: int = 30, speed_tol: flo
     residual reached, and the move is lengthened by ``duration_factors`` until one does:
     info["duration_needed_s"] (None if none of them), with its coefficients
     info["shape_for_duration_needed"]. info also holds the iterations, BDF solves, the end states and
-    peak inputs before and after, and the wall time."""
+    peak inputs before and after, and the wall time. progress: called with a line at most every
+    PROGRESS_EVERY_S seconds of the search."""
     tic = time.perf_counter()
-    c, info = _shape_one(problem, n_shape, max_iter, speed_tol, torque_rel)
+    c, info = _shape_one(problem, n_shape, max_iter, speed_tol, torque_rel, progress)
     if not info["at_rest"]:
-        info.update(_longer_move(problem, n_shape, max_iter, speed_tol, torque_rel, duration_factors))
+        info.update(_longer_move(problem, n_shape, max_iter, speed_tol, torque_rel, duration_factors, progress))
     info["wall_time_s"] = time.perf_counter() - tic
     return c, info
 
 
-def shape_for_rest_cached(problem, n_shape: int = 6) -> tuple[np.ndarray, dict]:
+def shape_for_rest_cached(problem, n_shape: int = 6, progress=None) -> tuple[np.ndarray, dict]:
     """``shape_for_rest`` with its result kept on disk beside the compiled BDF code ($FFOPT_CACHE_DIR, default
     ~/.cache/ffopt) under a hash of the problem as written (``problem.to_toml()``), n_shape and the ffopt
     version: a second plan of the same problem skips the search (info["cached"] says so)."""
@@ -221,7 +228,7 @@ def shape_for_rest_cached(problem, n_shape: int = 6) -> tuple[np.ndarray, dict]:
         return np.asarray(saved["c"], float), {**saved["info"], "cached": str(path)}
     except (OSError, ValueError, KeyError):
         pass
-    c, info = shape_for_rest(problem, n_shape)
+    c, info = shape_for_rest(problem, n_shape, progress=progress)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")
@@ -240,7 +247,7 @@ def _jsonable(x):
     raise TypeError(f"not JSON serialisable: {type(x).__name__}")
 
 
-def _shape_one(problem, n_shape, max_iter, speed_tol, torque_rel) -> tuple[np.ndarray, dict]:
+def _shape_one(problem, n_shape, max_iter, speed_tol, torque_rel, progress=None) -> tuple[np.ndarray, dict]:
     """The search on the problem's own move; info as in ``shape_for_rest`` (without the longer moves)."""
     tic = time.perf_counter()
     plans = _Plans(problem, n_shape, speed_tol, torque_rel)
@@ -254,7 +261,7 @@ def _shape_one(problem, n_shape, max_iter, speed_tol, torque_rel) -> tuple[np.nd
     c0 = np.zeros(n_shape)
     given = np.asarray(problem.reference_spec.time_law_shape, float)[:n_shape]
     c0[: given.size] = given
-    c, search = _search(plans, c0, max_iter)
+    c, search = _search(plans, c0, max_iter, progress=progress)
     law = plans.law(c)
     rest, end = ends_at_rest(plans.model, plans.solve(c), speed_tol, torque_rel)
     info.update(at_rest=rest, needed=True, iterations=search["iterations"], bdf_solves=plans.solves, end_after=end,
@@ -280,11 +287,13 @@ def _speed(end: dict) -> float:
     return max(end["link_speed_max_rad_s"], end["motor_speed_max_rad_s"])
 
 
-def _longer_move(problem, n_shape, max_iter, speed_tol, torque_rel, factors) -> dict:
+def _longer_move(problem, n_shape, max_iter, speed_tol, torque_rel, factors, progress=None) -> dict:
     """The shortest of the moves lengthened by ``factors`` with a monotone rest-to-rest law."""
     tried = []
     for f in factors:
-        c, info = _shape_one(with_duration_factor(problem, f), n_shape, max_iter, speed_tol, torque_rel)
+        if progress is not None:
+            progress(f"rest-to-rest: no law rests in the move; trying a {f:g}x longer move")
+        c, info = _shape_one(with_duration_factor(problem, f), n_shape, max_iter, speed_tol, torque_rel, progress)
         tried.append({"factor": f, "duration_s": info["duration_s"], "at_rest": info["at_rest"],
                       "end_speed_max_rad_s": _speed(info["end_after"]), "bdf_solves": info["bdf_solves"]})
         if info["at_rest"]:

@@ -175,7 +175,7 @@ def test_limits_from_problem_file_cli_and_validation():
 
     args = build_parser().parse_args(["plan", "x.toml", "--out", "o", "--max-iter", "7", "--max-time", "2.5"])
     assert (args.max_iter, args.max_time) == (7, 2.5)
-    with pytest.raises(ProblemError, match=r"--max-iter / --max-time limit the NLP solve.*'bdf'"):
+    with pytest.raises(ProblemError, match=r"--max-iter / --max-cpu-time / --max-time limit the NLP solve.*'bdf'"):
         plan(p, method="bdf", max_time=10.0)
     with pytest.raises(ProblemError, match=r"nlp.max_wall_time_s \(--max-time\): must be > 0 s"):
         plan(p, method="nlp", max_time=-1.0)

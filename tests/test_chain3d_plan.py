@@ -40,7 +40,9 @@ def test_planned_3d_move_tracks_on_the_forward_model(bearing_arm):
     on a 0.78 m line in 0.6 s; the rigid-model feedforward misses by 13 mm (ffopt plan)."""
     _, plan, tool_error_mm = bearing_arm
     assert plan.trajectory.stats["order"] == 5
+    # regression values measured on 2026-11-27: 0.00908 mm with the PD loop, 0.0867 mm open loop; bounds ~2x
     assert tool_error_mm(plan.trajectory, pd=True) < 0.02
+    assert tool_error_mm(plan.trajectory, pd=False) < 0.17
 
 
 def test_plan_ignoring_rotor_coupling_misses_on_the_full_plant(bearing_arm):

@@ -180,6 +180,10 @@ def test_errors_on_the_plan_grid_capture_the_error_between_samples():
     dense = simulate(p.model, tf, np.interp(tf, tr.t, tr.u[:, 0])[:, None], tr.q[0], tr.v[0])
     e_coarse = np.abs(coarse.y - p.reference.evaluate(coarse.t)).max()
     e_dense = np.abs(dense.y - p.reference.evaluate(dense.t)).max()
-    assert e_coarse > 1e-5  # the interpolation error of u at 5 ms: something to capture
-    assert e_coarse <= e_dense < 1.1 * e_coarse
+    # regression values measured on 2026-11-27: e_coarse 0.2246 mm, e_dense 0.2307 mm (1.027 x). e_dense >= e_coarse
+    # holds by construction (the dense grid contains the coarse one), so what is checked is how much the plan
+    # grid misses between its samples: more than 0.5 % (there is error between samples to capture, or the dense
+    # run did not resolve anything new) and less than 10 % (the plan grid's maximum is what matters)
+    assert 0.2246e-3 / 1.25 < e_coarse < 0.2246e-3 * 1.25  # the interpolation error of u at 5 ms
+    assert 1.005 * e_coarse < e_dense < 1.1 * e_coarse
     assert np.allclose(dense.y[::8], coarse.y, atol=1e-3 * e_coarse)  # same input, same solution

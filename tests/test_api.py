@@ -137,7 +137,9 @@ def test_dataframes_match_the_saved_files(e1_plan):
         assert ver.loc[case, "max_mm"] == pytest.approx(numbers["max_mm"], rel=1e-12)
         assert ver.loc[case, "rms_mm"] == pytest.approx(numbers["rms_mm"], rel=1e-12)
         assert ver.loc[case, "peak_u_q1_Nm"] == pytest.approx(numbers["peak_torque_Nm"][0], rel=1e-12)
-    assert ver.loc["feedforward_pd", "max_mm"] < 1.0 < ver.loc["pd_only", "max_mm"]  # E1: 0.23 mm vs 53 mm
+    # regression values measured on 2026-11-27 (E1 complete, BDF-6 at its 5 ms step): 0.232 mm with the plan, 53.0 mm
+    # with the PD loop alone; bounds 2x / 0.5x the measured
+    assert ver.loc["feedforward_pd", "max_mm"] < 0.47 and ver.loc["pd_only", "max_mm"] > 26.0
 
     saved = ffopt.load_plan(out)  # the same tables from the folder
     pd.testing.assert_frame_equal(saved.verification_dataframe(), ver)

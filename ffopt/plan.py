@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import platform
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -177,6 +178,12 @@ def versions() -> dict:
     return out
 
 
+# CasADi's symbolic layer is not safe for concurrent use: a plan building an expression in one thread while
+# another plan evaluated a CasADi function crashed a threaded Dask worker. Plans in one process (threads of a
+# worker, a notebook's thread pool) therefore run one at a time; processes still plan side by side.
+_PLAN_LOCK = threading.RLock()
+
+
 def plan(problem: Problem | str | Path, method: str | None = None, order: int | None = None,
          step: float | None = None, form: str | None = None, scaling_power: float | None = None,
          verify: bool | str | None = None, compile: bool = True, progress=None, backend: str | None = None,
@@ -192,7 +199,15 @@ def plan(problem: Problem | str | Path, method: str | None = None, order: int | 
     wall-time guard nlp.max_wall_time_s, in s).
     progress: a callable taking a str; NLP iterations arrive as live messages
     (``ffopt.nlp.monitor.NlpProgress``; ``ffopt.io.console.ConsoleProgress`` shows them as one line).
+    Plans in threads of one process run one at a time (CasADi's symbolic layer is not thread-safe).
     """
+    with _PLAN_LOCK:
+        return _plan(problem, method, order, step, form, scaling_power, verify, compile, progress, backend,
+                     warm_start, max_iter, max_time, max_cpu_time)
+
+
+def _plan(problem, method, order, step, form, scaling_power, verify, compile, progress, backend, warm_start,
+          max_iter, max_time, max_cpu_time) -> PlanResult:
     if not isinstance(problem, Problem):
         problem = load_problem(problem)
     problem = problem.with_solver(method=method, order=order, step=step, form=form, scaling_power=scaling_power)

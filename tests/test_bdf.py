@@ -264,3 +264,35 @@ def test_a_step_whose_newton_matrix_turns_singular_is_named_in_both_engines(comp
         warnings.simplefilter("error", RuntimeWarning)  # a failed compile must not fall back to the VM
         solve_bdf(F, [1.0, 1.0], 0.0, 0.01, 50, 2, compile=compile, cache_dir=tmp_path)
     assert len(list(tmp_path.glob("bdf_*.so"))) == compile  # the compiled engine ran
+
+
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled", "casadi-vm"])
+def test_plans_in_threads_of_one_process_share_the_compiled_loop_safely(compiled):
+    """A Dask worker with several threads plans runs side by side in one process: they share the compiled
+    stepping loop and CasADi's symbolic layer (a rest-to-rest search building a path expression in one thread
+    while another thread solved crashed a threaded worker: ffopt.plan runs one plan at a time per process).
+    Each thread's torques equal the serial solve's."""
+    import threading
+
+    import ffopt
+
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "problems" / "e12_line.toml"
+    serial = ffopt.plan(ffopt.load_problem(path), verify=False, compile=compiled).trajectory.u
+    results, errors = [], []
+
+    def work():
+        try:
+            for _ in range(3):
+                results.append(ffopt.plan(ffopt.load_problem(path), verify=False, compile=compiled).trajectory.u)
+        except Exception as err:  # noqa: BLE001 (reported below)
+            errors.append(err)
+
+    threads = [threading.Thread(target=work) for _ in range(2)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors and len(results) == 6
+    assert all(np.array_equal(u, serial) for u in results)  # the same numbers, bit for bit

@@ -50,6 +50,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import threading
 import time
 import warnings
 from collections import OrderedDict
@@ -75,6 +76,10 @@ _CFLAGS = ("-O2", "-shared", "-fPIC")
 _BACKWARD_ERROR_TOL = 1e-14  # residual relative to its row's terms: ~50 x machine epsilon
 FLUSH_RELATIVE = 1e-100  # Newton-matrix entries this small relative to their row are zeroed (_flush_tiny)
 _MEMORY_CACHE: OrderedDict[str, "_BdfFunctions"] = OrderedDict()
+# The compiled stepping loop and the CasADi functions in _MEMORY_CACHE are shared by every plan in a process;
+# their work memory is not safe for concurrent calls (two plans in the threads of one Dask worker crashed in
+# the compiled loop), so the build and the stepping run under one lock (a BDF solve is milliseconds).
+_SOLVE_LOCK = threading.RLock()
 _MEMORY_CACHE_SIZE = 32
 _SERIALIZED: OrderedDict[int, tuple[ca.Function, str | None]] = OrderedDict()
 _KEYS: OrderedDict[tuple, tuple] = OrderedDict()
@@ -202,22 +207,23 @@ def solve_bdf(
         raise ValueError(f"max_newton_iter must be a positive integer, got {max_newton_iter}")
     if not (newton_tol >= 0 and step_tol >= 0):
         raise ValueError(f"newton_tol and step_tol must be >= 0, got {newton_tol}, {step_tol}")
-    tic = time.perf_counter()
-    funcs = _get_functions(F, order, (newton_tol, step_tol), max_newton_iter, compile, cache_dir, extra)
-    t_build = time.perf_counter() - tic
+    with _SOLVE_LOCK:
+        tic = time.perf_counter()
+        funcs = _get_functions(F, order, (newton_tol, step_tol), max_newton_iter, compile, cache_dir, extra)
+        t_build = time.perf_counter() - tic
 
-    tic, cpu = time.perf_counter(), time.process_time()
-    c = np.concatenate([[1.0 / h], scale])
-    t = t0 + h * np.arange(n_steps + 1)
-    start = np.concatenate([x0, hist0[:-1].ravel()])  # state before step 1: x_0, ..., x_{1-k}
-    n_diag = 3 * n + 2 + n_e
-    if funcs.driver is not None:
-        out = _march_in_c(funcs.driver, start, t[1:], c, r[1:], n_diag)
-    else:
-        out = _march_in_vm(funcs, start, t[1:], c, r[1:], n_diag)
-    out = out.reshape(n_steps, n_diag)  # column-major diagnostics: row i = step i+1
-    x = np.vstack([x0, out[:, :n]])
-    res0, xdot0, extra0 = _call_into_numpy(funcs.post, x0, [t[0]], hist0.ravel(), c, r[0])
+        tic, cpu = time.perf_counter(), time.process_time()
+        c = np.concatenate([[1.0 / h], scale])
+        t = t0 + h * np.arange(n_steps + 1)
+        start = np.concatenate([x0, hist0[:-1].ravel()])  # state before step 1: x_0, ..., x_{1-k}
+        n_diag = 3 * n + 2 + n_e
+        if funcs.driver is not None:
+            out = _march_in_c(funcs.driver, start, t[1:], c, r[1:], n_diag)
+        else:
+            out = _march_in_vm(funcs, start, t[1:], c, r[1:], n_diag)
+        out = out.reshape(n_steps, n_diag)  # column-major diagnostics: row i = step i+1
+        x = np.vstack([x0, out[:, :n]])
+        res0, xdot0, extra0 = _call_into_numpy(funcs.post, x0, [t[0]], hist0.ravel(), c, r[0])
     res = np.vstack([res0, out[:, n:2 * n]])
     xdot = np.vstack([xdot0, out[:, 2 * n:3 * n]])
     converged = _converged(res * scale, x, out[:, 3 * n])

@@ -240,8 +240,10 @@ def test_e12_torque_bounded_problem():
     assert np.all(np.abs(warm.u).max(axis=0)[0] > tmax[0])  # the bound is below the unconstrained peak
     assert np.all(np.abs(traj.u).max(axis=0) <= tmax * (1 + 1e-6))
     assert np.all(np.array(traj.stats["torque_bound_use"]) > 0.99)  # both bounds active
-    assert 0.005 < traj.stats["planned_tool_error_max_mm"] < 1.0
-    assert _resim_error_mm(m, r, traj, g) < 0.5  # measured 0.144 mm (planned 0.046 mm)
+    # regression values measured on 2026-11-27: planned (the penalty's own) tool error 0.0526 mm, re-simulated
+    # 0.144 mm; bounds 0.5x-2x and 2x the measured
+    assert 0.026 < traj.stats["planned_tool_error_max_mm"] < 0.105
+    assert _resim_error_mm(m, r, traj, g) < 0.29
 
 
 @pytest.mark.slow

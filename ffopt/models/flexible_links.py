@@ -51,6 +51,64 @@ from ffopt.models.rigid_body import _rot
 MAX_MODES = 20  # per link; beyond ~20 modes the Euler-Bernoulli model itself is meaningless for a robot link
 
 
+class StaticCorrectedModes:
+    """Ritz modes of a clamped beam on the span of the first n - 2 clamped-free modes and the static shapes
+    xi^2, xi^3 (the exact static deflection under a tip moment and a tip force): n shapes on xi in [0, 1],
+    orthogonal in mass and stiffness, normalised to tip value 1; the interface of ``ClampedFreeModes``.
+
+    Why: every clamped-free mode has zero curvature at the free end, so a moment at the link's tip (the
+    next joint's drive torque reacts on it) is represented only in the limit of many modes: with n
+    clamped-free modes the tip slope under a tip moment is 61, 80, 87, 90, 92 % of the exact L / EI for
+    n = 1..5 and converges like 1 - 0.4 / n. Adding xi^2 and xi^3 makes the statics under tip loads exact
+    with any number of clamped-free modes (the modes then only carry the distributed inertia).
+    """
+
+    def __init__(self, n: int):
+        if n < 2:
+            raise ValueError(f"static-corrected modes need n >= 2 (the two static shapes), got {n}")
+        self.n = n
+        self._cf = ClampedFreeModes(max(n - 2, 1))
+        xi, w = self.quadrature
+        raw = self._raw(xi, 0)
+        d2 = self._raw(xi, 2)
+        M, K = (raw * w) @ raw.T, (d2 * w) @ d2.T
+        from scipy.linalg import eigh
+
+        lam, C = eigh(K, M)  # Ritz: K c = omega^2 M c, ascending
+        tip = C.T @ self._raw(np.array([1.0]), 0)[:, 0]
+        self._C = (C / tip).T  # (n, n): shape_j = sum_k C[j, k] raw_k, tip value 1
+
+    def _raw(self, xi, derivative: int) -> np.ndarray:
+        xi = np.atleast_1d(np.asarray(xi, float))
+        poly = {0: (xi**2, xi**3), 1: (2 * xi, 3 * xi**2), 2: (2 + 0 * xi, 6 * xi), 3: (0 * xi, 6 + 0 * xi)}
+        rows = list(self._cf.shape(xi, derivative)[: self.n - 2]) + list(poly.get(derivative, (0 * xi, 0 * xi)))
+        return np.array(rows)
+
+    def shape(self, xi, derivative: int = 0) -> np.ndarray:
+        return self._C @ self._raw(xi, derivative)
+
+    @cached_property
+    def quadrature(self) -> tuple[np.ndarray, np.ndarray]:
+        x, w = np.polynomial.legendre.leggauss(max(64, 8 * self.n + 32))
+        return (x + 1.0) / 2.0, w / 2.0
+
+    @cached_property
+    def gram(self) -> np.ndarray:
+        xi, w = self.quadrature
+        f = np.vstack([np.ones_like(xi), xi, self.shape(xi)])
+        return (f * w) @ f.T
+
+    @cached_property
+    def curvature_gram(self) -> np.ndarray:
+        xi, w = self.quadrature
+        d2 = self.shape(xi, 2)
+        return (d2 * w) @ d2.T
+
+    @cached_property
+    def tip_slope(self) -> np.ndarray:
+        return self.shape(1.0, 1)[:, 0]
+
+
 @dataclass(frozen=True)
 class FlexibleLink:
     """The body of joint ``joint`` (index in the chain) as a uniform clamped-free beam."""
@@ -62,6 +120,9 @@ class FlexibleLink:
     mass: float  # beam mass, kg (uniform)
     direction: np.ndarray = None  # (3,) beam axis in the body frame (default x), perpendicular to the joint axis
     damping_ratio: tuple[float, ...] = ()  # per mode (empty: undamped)
+    # False: the paper's clamped-free modes; True: ``StaticCorrectedModes`` (modes - 2 clamped-free modes and
+    # the two static tip shapes, as Ritz modes): exact statics under tip loads (modes >= 2)
+    static_correction: bool = False
 
     def __post_init__(self):
         if self.modes < 1:
@@ -79,7 +140,7 @@ class FlexibleLink:
 
     @cached_property
     def shapes(self) -> ClampedFreeModes:
-        return ClampedFreeModes(self.modes)
+        return StaticCorrectedModes(self.modes) if self.static_correction else ClampedFreeModes(self.modes)
 
     @property
     def modal_mass(self) -> np.ndarray:
@@ -437,3 +498,35 @@ class FlexibleLinkModel(FlexibleModel):
 
     def variant(self, chain: Chain) -> "FlexibleLinkModel":
         return FlexibleLinkModel(chain, self.links, self.outputs, self.name, self.angle_centres)
+
+    @property
+    def mode_counts(self) -> list[int]:
+        """Assumed modes per flexible link (``links`` order)."""
+        return [k.modes for k in self.links]
+
+    def refined(self, extra: int, static_correction: bool = True) -> "FlexibleLinkModel":
+        """The same arm with a richer beam model on every flexible link: the same chain, joints, motors and
+        outputs, only more modal coordinates (at most MAX_MODES per link). ``static_correction`` (default):
+        the link's clamped-free modes plus ``extra`` - 1 more, and the static tip shapes xi^2, xi^3
+        (``StaticCorrectedModes``; a link that has them already gets ``extra`` more clamped-free modes): the
+        span contains the planning model's and converges fast (exact statics under tip loads). Otherwise
+        ``extra`` more clamped-free modes (the tip slope under a tip moment converges only like 1 / n). A
+        refined mode takes the damping ratio of the link's last modelled mode. Used by the verification to
+        see what a plan made on a truncated model does on the beam (``ffopt.sim.refined``)."""
+        links = []
+        for k in self.links:
+            corrected = k.static_correction or static_correction
+            n = k.modes + int(extra) + (1 if corrected and not k.static_correction else 0)
+            n = min(n, MAX_MODES)
+            zeta = tuple(k.damping_ratio) + (k.damping_ratio[-1],) * max(n - k.modes, 0)
+            links.append(replace(k, modes=n, damping_ratio=zeta[:n], static_correction=corrected))
+        return FlexibleLinkModel(self.chain, links, self.outputs, self.name, self.angle_centres)
+
+    @property
+    def basis(self) -> str:
+        """The beam model in words, e.g. "2 clamped-free modes" or "3 clamped-free modes + 2 static shapes"."""
+        parts = []
+        for k in self.links:
+            cf = k.modes - 2 if k.static_correction else k.modes
+            parts.append(f"{cf} clamped-free mode{'s' if cf != 1 else ''}" + (" + 2 static shapes" if k.static_correction else ""))
+        return parts[0] if len(set(parts)) == 1 else " / ".join(parts)

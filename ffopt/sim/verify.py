@@ -31,6 +31,10 @@ references linear between grid points unless said otherwise):
 
 The nominal cases start at rest in the static equilibrium at the start of the path (where a real
 robot is); ``initial_state_offset`` reports how far the plan's own first state is from it.
+
+Flexible links (assumed modes, a truncation): the judged case also runs on refined models (more modes and
+the static tip shapes per link) until its error converges (``ffopt.sim.refined``, ``refined`` in the report); the verdict
+judges the last refined model's error, so a plan that only holds on its own truncation misses.
 """
 
 from __future__ import annotations
@@ -90,6 +94,7 @@ class VerificationReport:
     settle: dict = field(default_factory=dict)  # window, how it was chosen, the hold
     end_state: dict | None = None  # the plan's own distance from rest at its last row
     verdict: Verdict | None = None
+    refined: object | None = None  # ffopt.sim.refined.RefinedVerification (flexible links: more assumed modes)
 
     @property
     def status(self) -> str:
@@ -101,7 +106,8 @@ class VerificationReport:
                 "case_set": self.case_set, "tool_error": {n: c.to_dict() for n, c in self.cases.items()},
                 "settle": self.settle, "plan_end_state": self.end_state,
                 "skipped": self.skipped, "pd_gains": self.pd_gains, "integrator": "cvodes", "rtol": self.rtol,
-                "initial_state_offset": self.initial_state_offset}
+                "initial_state_offset": self.initial_state_offset,
+                **({} if self.refined is None else {"refined": self.refined.to_dict()})}
 
     def table(self) -> str:
         return "\n".join(case_table(self.cases.values()) + [f"{n:30s} skipped: {why}" for n, why in self.skipped.items()]
@@ -122,6 +128,8 @@ class VerificationReport:
             lines.append("plan ends at rest" if e["at_rest"] else
                          f"plan ends moving: {e['fastest_joint']} at {e['link_speed_max_rad_s']:.3g} rad/s, motors at "
                          f"{e['motor_speed_max_rad_s']:.3g} rad/s, input {e['input_offset_max']:.3g} from static")
+        if self.refined is not None:
+            lines.append(self.refined.line())
         if self.verdict is not None:
             lines.append(self.verdict.line())
         return lines
@@ -216,8 +224,23 @@ def verify(model: FlexibleModel, reference, traj, settings: VerificationSettings
                                           "grid_step_s": float(t_settle[1] - t_settle[0])}
     verdict = judge(JUDGED_CASE, judged_errors, cases[JUDGED_CASE].settle, t, t_settle, tol_mm, tol_mrad, tol_source,
                     end_state, traj.stats.get("planned_tool_error_max_mm"))
+    refined = None
+    if getattr(model, "links", None):  # flexible links: the plan also on more assumed modes (ffopt.sim.refined)
+        refined = _refined(model, t, traj, y_ref, tool_ref, runs[JUDGED_CASE], kp, kd, t_settle, judged_errors,
+                           cases[JUDGED_CASE].settle, tol_mm, tol_mrad, settings.rtol, verdict)
     return VerificationReport(cases, sims, gains, settings.rtol, offset, skipped, case_set, settle_sims, settle,
-                              end_state, verdict)
+                              end_state, verdict, refined)
+
+
+def _refined(model, t, traj, y_ref, tool_ref, run, kp, kd, t_settle, errors, settle, tol_mm, tol_mrad, rtol, verdict):
+    """The judged case on refined models of a model with flexible links; adds their miss to ``verdict``."""
+    from ffopt.sim.refined import judge_refined, verify_refined
+
+    _, _, loop, _, interpolation, _, _ = run
+    refined = verify_refined(model, t, traj, y_ref, tool_ref, interpolation, loop, kp, kd, t_settle, errors, settle,
+                             tol_mm, tol_mrad, rtol, JUDGED_CASE)
+    judge_refined(verdict, refined, tol_mm, tol_mrad)
+    return refined
 
 
 def _open_loop_growth(model, q_end) -> float:

@@ -1,0 +1,136 @@
+"""Verification of flexible-link plans on refined models (ffopt.sim.refined).
+
+A plan made on m assumed modes per link is also run (the plan's torques + the motor PD) on m + 1, m + 2, ...
+modes until the judged error converges; the verdict judges the refined error. On a one-link arm (1 m, 2 kg,
+EI = 50 N m^2, 300 mm tool line in 1 s; tolerance 0.1 mm): a 1-mode plan holds on its own model (0.019 mm)
+but misses on the refined ones (0.44 mm on 2 modes, 0.53 mm on 4: the truncation); a 2-mode plan stays within
+the tolerance on the refined models; a stiff link (the modes beyond the first barely excited) converges at
+the first refinement.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ffopt
+from ffopt.io.problem import problem_from_dict
+from ffopt.models.flexible_links import MAX_MODES, FlexibleLinkModel
+from tests.test_flexible_links import one_link
+
+
+def _plan(modes: int, **flex):
+    d = one_link(modes=modes)
+    d["model"]["joints"][0]["flexible"].update(flex)
+    return ffopt.plan(problem_from_dict(d), verify="default")
+
+
+def test_refined_model_shares_joints_motors_and_outputs():
+    p = problem_from_dict(one_link(modes=2))
+    m = p.model
+    r = m.refined(2)  # 2 + 1 clamped-free modes and the 2 static tip shapes
+    assert isinstance(r, FlexibleLinkModel) and r.mode_counts == [5] and m.mode_counts == [2]
+    assert r.basis == "3 clamped-free modes + 2 static shapes" and m.basis == "2 clamped-free modes"
+    assert r.layout.n_u == m.layout.n_u and list(r.outputs) == list(m.outputs)
+    assert r.coordinate_names()[:3] == m.coordinate_names()[:3] and r.layout.nq == m.layout.nq + 3
+    assert r.links[0].damping_ratio == (0.0,) * 5
+    assert m.refined(100).mode_counts == [MAX_MODES]
+    assert m.refined(1, static_correction=False).basis == "3 clamped-free modes"
+    # the refined span contains the planning model's shapes (a refinement, not another model)
+    xi = np.linspace(0.0, 1.0, 41)
+    A, B = r.links[0].shapes.shape(xi).T, m.links[0].shapes.shape(xi).T
+    coef = np.linalg.lstsq(A, B, rcond=None)[0]
+    assert np.abs(A @ coef - B).max() < 1e-9
+
+
+def test_static_corrected_modes_exact_statics_under_tip_loads():
+    """Clamped-free modes miss the tip slope under a tip moment (80 % of L / EI with 2 modes, 1 - 0.4 / n);
+    with the static shapes xi^2, xi^3 it is exact, and the Ritz modes stay orthogonal."""
+    from ffopt.models.flexible_links import FlexibleLink
+
+    L, EI = 6.0, 1.0e5
+    for n, corrected, expect in ((2, False, 0.8014), (5, False, 0.9192), (2, True, 1.0), (4, True, 1.0)):
+        k = FlexibleLink(0, n, EI, L, 140.0, static_correction=corrected)
+        K = k.modal_stiffness
+        assert np.abs(K - np.diag(np.diag(K))).max() < 1e-10 * np.abs(K).max()
+        s = np.asarray(k.shapes.tip_slope) / L
+        w = k.shapes.shape(1.0)[:, 0]
+        assert np.allclose(w, 1.0)
+        assert np.sum(s * s / np.diag(K)) / (L / EI) == pytest.approx(expect, abs=1e-4)  # tip moment -> slope
+        if corrected:
+            assert np.sum(w * w / np.diag(K)) / (L**3 / (3 * EI)) == pytest.approx(1.0, abs=1e-9)  # tip force
+    lowest = FlexibleLink(0, 4, EI, L, 140.0, static_correction=True).frequencies[:2]
+    assert np.allclose(lowest, FlexibleLink(0, 2, EI, L, 140.0).frequencies, rtol=1e-6)  # the modes it contains
+
+
+def test_one_mode_plan_holds_on_its_truncation_and_misses_on_the_refined_model():
+    res = _plan(1)
+    v = res.verification
+    ref = v.refined
+    assert v.cases["feedforward_pd"].max_mm < 0.05  # on its own 1-mode model: within 0.1 mm
+    assert ref.planning.modes == [1] and ref.planning.judged_mm < 0.05
+    # the growth the truncation hides: 10x and more on the first refinement (1 clamped-free mode + the 2 static
+    # shapes), and it stays there
+    assert ref.refinements[0].modes == [3] and ref.refinements[0].judged_mm > 10 * ref.planning.judged_mm
+    assert ref.converged and ref.final.judged_mm > 0.3
+    assert v.verdict.status == "missed_tolerance" and v.status == "missed_tolerance"
+    miss = v.verdict.misses[0]
+    assert miss["phase"].startswith("on the refined model (") and "modes" in miss["phase"]
+    assert "truncation" in miss["cause"] and miss["error"] == pytest.approx(ref.final.judged_mm)
+    d = v.to_dict()["refined"]
+    assert d["converged"] and d["judged_modes"] == ref.final.modes and len(d["refinements"]) == len(ref.refinements)
+    assert "refined models" in v.table() and "MISSED TOLERANCE" in v.table()
+
+
+def test_two_mode_plan_verifies_on_the_refined_models():
+    v = _plan(2).verification
+    ref = v.refined
+    assert ref.converged and ref.final.judged_mm < 0.1
+    assert ref.final.judged_mm != pytest.approx(ref.planning.judged_mm, rel=0.5)  # the refined error differs
+    assert v.verdict.ok
+
+
+def test_clamped_free_refinement_converges_slowly_towards_the_static_corrected_value():
+    """The 1-mode plan on 2, 3, 4 clamped-free modes: 0.44, 0.51, 0.53 mm, creeping towards the 0.54 mm that
+    the first static-corrected refinement gives at once (the tip slope under a tip moment converges like 1 / n
+    with clamped-free modes)."""
+    from ffopt.sim.verify import run_case, tool_errors
+
+    res = _plan(1)
+    p, traj, v = res.problem, res.trajectory, res.verification
+    t = traj.t
+    y_ref = np.asarray(p.reference.evaluate(t))
+    from ffopt.dae.equilibrium import static_equilibrium
+    from ffopt.sim.plant import MotorPD
+
+    loop = MotorPD(np.array(v.pd_gains["kp"]), np.array(v.pd_gains["kd"]), traj.qm, traj.dqm)
+    errors = []
+    for extra in (1, 2, 3):
+        plant = p.model.refined(extra, static_correction=False)
+        q0 = static_equilibrium(plant, y_ref[0], traj.q[0, :1])
+        errors.append(tool_errors(run_case("cf", plant, t, traj.u, q0, loop, "linear", 1e-9), y_ref, None,
+                                  plant.output_units)[0].max())
+    corrected = v.refined.refinements[0].max_mm
+    assert errors[0] < errors[1] < errors[2] < corrected * 1.01
+    assert corrected - errors[0] > 0.1 * corrected  # 2 clamped-free modes: > 10 % short
+
+
+def test_plan_on_the_static_corrected_basis_converges_at_the_first_refinement():
+    """A plan made on 1 clamped-free mode + the 2 static shapes holds on the refined models, and the first
+    refinement already agrees with the planning model (within 5 % of the tolerance)."""
+    from dataclasses import replace
+
+    p = problem_from_dict(one_link(modes=3))
+    links = tuple(replace(k, static_correction=True) for k in p.flexible_links)
+    p = replace(p, flexible_links=links, raw=None)
+    v = ffopt.plan(p, verify="default").verification
+    assert v.refined.planning.basis == "1 clamped-free mode + 2 static shapes"
+    assert v.refined.converged and len(v.refined.refinements) == 1
+    assert v.verdict.ok
+
+
+def test_rigid_links_have_no_refinement():
+    from pathlib import Path
+
+    v = ffopt.plan(Path(__file__).resolve().parents[1] / "problems" / "e12_line.toml", verify="default").verification
+    assert v.refined is None and "refined" not in v.to_dict()

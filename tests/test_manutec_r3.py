@@ -16,18 +16,22 @@ from ffopt.models.rigid_body import mass_matrix, tool_position
 ROOT = Path(__file__).resolve().parents[1]
 FILES = [ROOT / "problems" / "manutec_r3_benchmark.toml", ROOT / "problems" / "manutec_r3_ptp.toml"]
 
-# MSL RobotR3, Components.MechanicalStructure: (axis n, body b_k = (r, r_cm, m, I_11, I_22, I_33, I_21)).
+# MSL RobotR3, Utilities.MechanicalStructure: (axis n, body b_k = (r, r_cm, m, I_11, I_22, I_33, I_21)); an
+# inertia a BodyShape does not give is Modelica.Mechanics.MultiBody.Parts.BodyShape's default 0.001 kg m^2.
+# The problem files enter b1's default I_11 = I_33 as 0 (ffopt refuses [0.001, 1.16, 0.001]: it breaks the
+# triangle inequality); the mass matrix below, built with MSL's 0.001, shows they act on nothing.
 AXES = [[0, 1, 0], [1, 0, 0], [1, 0, 0], [0, 1, 0], [1, 0, 0], [0, 1, 0]]
 B0_R = [0.0, 0.351, 0.0]
 BODIES = [  # b1 .. b6
-    ([0, 0.324, 0.3], [0, 0, 0], 1.0, 0.0, 1.16, 0.0, 0.0),
+    ([0, 0.324, 0.3], [0, 0, 0], 1.0, 0.001, 1.16, 0.001, 0.0),
     ([0, 0.65, 0], [0.172, 0.205, 0], 56.5, 2.58, 0.64, 2.73, -0.46),
     ([0, 0.414, -0.155], [0.064, -0.034, 0], 26.4, 0.279, 0.245, 0.413, -0.070),
     ([0, 0.186, 0], [0, 0, 0], 28.7, 1.67, 0.081, 1.67, 0.0),
     ([0, 0.125, 0], [0, 0, 0], 5.2, 1.25, 0.81, 1.53, 0.0),
-    ([0, 0, 0], [0.05, 0.05, 0.05], 0.5, 0.0, 0.0, 0.0, 0.0),
+    ([0, 0, 0], [0.05, 0.05, 0.05], 0.5, 0.001, 0.001, 0.001, 0.0),
 ]
-M_LOAD, R_LOAD = 15.0, [0.1, 0.25, 0.1]  # FullRobot: mLoad, rLoad (point mass in the flange frame)
+M_LOAD, R_LOAD = 15.0, [0.1, 0.25, 0.1]  # FullRobot: mLoad, rLoad (the load's centre of mass in the flange frame)
+I_LOAD = 0.001 * np.eye(3)  # MechanicalStructure.load gives no inertia: BodyShape's default
 # GearType1 (axes 1-3) and GearType2 (4-6): ratio i, motor-side c, d, rotor J, friction Rv0, Rv1.
 RATIO = [-105.0, 210.0, 60.0, -99.0, 79.2, -99.0]
 C, D = [43.0, 8.0, 58.0], [0.005, 0.01, 0.04]
@@ -46,7 +50,7 @@ def _msl_pinocchio():
         inertia = np.array([[i11, i21, 0], [i21, i22, 0], [0, 0, i33]])
         model.appendBodyToJoint(jid, pin.Inertia(m, np.array(r_cm, float), inertia), pin.SE3.Identity())
         parent, offset = jid, np.array(r, float)
-    model.appendBodyToJoint(parent, pin.Inertia(M_LOAD, np.array(R_LOAD), np.zeros((3, 3))), pin.SE3.Identity())
+    model.appendBodyToJoint(parent, pin.Inertia(M_LOAD, np.array(R_LOAD), I_LOAD), pin.SE3.Identity())
     model.gravity = pin.Motion(np.array([0, -9.81, 0]), np.zeros(3))
     return model
 

@@ -212,6 +212,9 @@ def run_bench(quick: bool = False, repeats: int = 5, tables=("forms",)) -> str:
     unknown = [t for t in tables if t not in TABLES]
     if unknown:
         raise ProblemError(f"ffopt bench: unknown table {unknown[0]!r} (one of {', '.join(TABLES)})")
+    # loop timings are of the -O2 build (tiered compilation would time the first -O0 build); the subprocess
+    # rows of the plan table inherit this and so time a warm cache, which tiered compilation fills with -O2
+    os.environ.setdefault("FFOPT_COMPILE", "sync")
     parts = [_forms_text(quick, repeats)] if "forms" in tables else []
     titles = {"plan": "Whole process: ffopt plan problems/e12_line.toml --no-plots (interpreter start to files written)",
               "steps": "Time against the number of steps (E12)", "bodies": "Time against the number of bodies"}

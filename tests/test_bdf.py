@@ -296,3 +296,39 @@ def test_plans_in_threads_of_one_process_share_the_compiled_loop_safely(compiled
         th.join()
     assert not errors and len(results) == 6
     assert all(np.array_equal(u, serial) for u in results)  # the same numbers, bit for bit
+
+
+def test_tiered_compilation_runs_at_O0_first_and_uses_the_background_O2_build_next(tmp_path, monkeypatch):
+    """FFOPT_COMPILE=tiered (default): the first plan compiles -O0 and starts -O2 in the background; the
+    next plan loads -O2. The two libraries give the same torques (to rounding); sync and quick as named."""
+    import time
+
+    import ffopt
+    from ffopt.dae import bdf
+
+    from pathlib import Path
+
+    c_compiler_or_skip()
+    path = Path(__file__).resolve().parents[1] / "problems" / "two_link_elastic.toml"
+    monkeypatch.setenv("FFOPT_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(bdf, "_MEMORY_CACHE", type(bdf._MEMORY_CACHE)())
+
+    def solve():
+        r = ffopt.plan(ffopt.load_problem(path), verify=False, method="bdf")
+        return r.trajectory.u, r.trajectory.stats["compile_level"]
+
+    u0, level = solve()
+    assert level == "O0" and len(list(tmp_path.glob("bdf_*_O0.so"))) == 1
+    deadline = time.monotonic() + 300  # a guard against a hung compiler, not a timing assertion
+    while not [p for p in tmp_path.glob("bdf_*.so") if not p.stem.endswith("_O0")] and time.monotonic() < deadline:
+        time.sleep(0.2)
+    u2, level = solve()
+    assert level == "O2" and not list(tmp_path.glob("*.c")) and not list(tmp_path.glob("*.building"))
+    assert np.abs(u2 - u0).max() <= 1e-9 * np.abs(u0).max()  # -O0 and -O2: the same arithmetic up to rounding
+
+    for mode, want in (("sync", "O2"), ("quick", "O0")):
+        monkeypatch.setattr(bdf, "_MEMORY_CACHE", type(bdf._MEMORY_CACHE)())
+        monkeypatch.setenv("FFOPT_COMPILE", mode)
+        monkeypatch.setenv("FFOPT_CACHE_DIR", str(tmp_path / mode))
+        assert solve()[1] == want
+    assert not list((tmp_path / "quick").glob("*.c"))  # quick starts no background build

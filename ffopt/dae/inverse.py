@@ -45,7 +45,7 @@ def solve_inverse_bdf(model: FlexibleModel, reference, order: int = 6, step: flo
     traj.stats.update({
         "order": order, "step": step, "form": form, "scaling_power": p, "n_steps": n_steps,
         "dummy_set": [model.coordinate_names()[i] for i in dummy], "n_unknowns": dae.n_x,
-        "compiled": res.compiled, "max_residual": float(np.nanmax(res.residual_norm)),
+        "compiled": res.compiled, "compile_level": res.compile_level, "max_residual": float(np.nanmax(res.residual_norm)),
         "newton_iterations_mean": float(res.newton_iterations[1:].mean()),
         "time_setup_s": t_setup, "time_build_s": res.wall_time_build, "time_solve_s": res.wall_time_solve,
         "time_total_s": time.perf_counter() - t0,

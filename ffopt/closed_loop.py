@@ -168,10 +168,10 @@ def simulation_columns(traj: Trajectory) -> list[tuple[str, str, str, np.ndarray
 
 
 # ------------------------------------------------------------------------------------ pipeline
-def simulate(problem: Problem | str | Path, plan, plant=None, values: dict | None = None,
+def simulate(problem: Problem | str | Path, plan=None, plant=None, values: dict | None = None,
              controller: str = "pd", baselines: bool = False, bandwidth_hz: float | None = None,
              damping_ratio: float | None = None, tool_weight: float | None = None, plant_label: str | None = None,
-             progress=None) -> SimulationResult:
+             progress=None, exported=None) -> SimulationResult:
     """Re-simulate a plan on a plant with a controller (``ffopt simulate``).
 
     problem: the planning problem (robot, path, verification settings) or its file. plan: a plan
@@ -183,6 +183,10 @@ def simulate(problem: Problem | str | Path, plan, plant=None, values: dict | Non
     problem's ``verification.pd_bandwidth_hz`` / ``pd_damping_ratio`` unless given; tool_weight: the
     LQR weight rho of pd+state (default ``ffopt.control.gains.TOOL_WEIGHT``).
     baselines: add PD with static compensation only (Tomei) and the rigid-model feedforward, same loop.
+    exported: instead of a plan, a folder written by ``ffopt export`` (compiled if needed): its step
+    function runs sample by sample on PROBLEM's reference (``ffopt.export.runtime.exported_trajectory``)
+    and its torques and motor references take the place of the plan's table; PROBLEM's time law as given
+    (for the rest-to-rest move, a plan folder's problem.toml). Give ``plan`` or ``exported``, not both.
     Raises ProblemError (bad input: plan and problem or plant do not match) or VerificationError.
     """
     from ffopt.control import design, from_trajectory, rigid_model, run_closed_loop, static_compensation
@@ -191,14 +195,24 @@ def simulate(problem: Problem | str | Path, plan, plant=None, values: dict | Non
     say = progress or (lambda msg: None)
     timings = {}
     tic = time.perf_counter()
+    if (plan is None) == (exported is None):
+        raise ProblemError("simulate: give either a plan (--plan DIR) or an exported inverse model (--exported DIR), "
+                           "not both" if plan is not None else "simulate: give a plan (--plan DIR) or an exported "
+                           "inverse model (--exported DIR)")
     if not isinstance(problem, Problem):
         problem = load_problem(problem)
-    problem = _with_planned_time_law(plan, problem, say)
+    if exported is not None:
+        from ffopt.export.runtime import exported_trajectory
+
+        traj, plan_source = exported_trajectory(exported, problem, say)
+        _check_reference(problem, traj, plan_source)
+    else:
+        problem = _with_planned_time_law(plan, problem, say)
+        traj, plan_source = plan_trajectory(plan, problem)
+        note = _planned_robot_note(plan, problem)
+        if note:
+            say(note)
     model, reference = problem.model, problem.reference
-    traj, plan_source = plan_trajectory(plan, problem)
-    note = _planned_robot_note(plan, problem)
-    if note:
-        say(note)
     plant_model, label, changes = _plant(problem, plant, values, plant_label)
     ver = problem.verification
     t, L = traj.t, model.layout

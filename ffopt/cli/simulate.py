@@ -1,4 +1,4 @@
-"""``ffopt simulate PROBLEM.toml --plan DIR [--plant PLANT.toml] [--set key=value ...] [--controller ...]``.
+"""``ffopt simulate PROBLEM.toml (--plan DIR | --exported DIR) [--plant PLANT.toml] [--set key=value ...] [--controller ...]``.
 
 A saved plan on a plant that may differ from the planning model, in a feedback loop
 (``ffopt.closed_loop``). Errors and exit codes are handled by ``ffopt.cli.main.main``.
@@ -24,7 +24,14 @@ def add_parser(subparsers, epilog: str = ""):
                     "summary.json and plots). On the nominal plant, --controller pd reproduces the plan's "
                     "feedforward_pd verification.")
     p.add_argument("problem", help="the problem the plan was made for (TOML), e.g. DIR/problem.toml")
-    p.add_argument("--plan", required=True, metavar="DIR", help="a plan folder written by ffopt plan")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--plan", metavar="DIR", help="a plan folder written by ffopt plan")
+    source.add_argument("--exported", metavar="DIR",
+                        help="instead of a plan: a folder written by ffopt export (compiled with the system C compiler "
+                             "if needed); its step function runs sample by sample on PROBLEM's reference and its "
+                             "torques and motor references replace the plan's table (same plant, controller, settle "
+                             "window and verdict). PROBLEM's time law as given: for the rest-to-rest move export and "
+                             "simulate a plan folder's problem.toml")
     p.add_argument("--plant", metavar="PLANT.toml",
                    help="a problem file whose [model] is the simulated robot (same joints and outputs as the plan's)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="values",
@@ -81,7 +88,7 @@ def run(args) -> int:
     if args.out:
         check_output_folder(args.out, output_files(not args.no_plots), args.force, "simulate")  # before simulating
     say = progress_printer(args.quiet)
-    result = simulate(args.problem, args.plan, plant=args.plant, values=values, controller=args.controller,
+    result = simulate(args.problem, args.plan, exported=args.exported, plant=args.plant, values=values, controller=args.controller,
                       baselines=args.baselines, bandwidth_hz=args.pd_bandwidth, damping_ratio=args.pd_damping,
                       tool_weight=args.tool_weight, progress=say)
     if args.out:

@@ -115,6 +115,10 @@ class ExportedInverse:
         self.lib.ffopt_step.argtypes = [ctypes.c_void_p, dptr, ctypes.POINTER(Output)]
         for f in (self.lib.ffopt_init, self.lib.ffopt_reset, self.lib.ffopt_step):
             f.restype = ctypes.c_int
+        self._x = (ctypes.c_double * self.meta["n_x"])()
+        if hasattr(self.lib, "ffopt_solution"):  # exports of ffopt before it have no ffopt_solution
+            self.lib.ffopt_solution.argtypes = [ctypes.c_void_p, dptr]
+            self.lib.ffopt_solution.restype = ctypes.c_int
 
     def _result(self) -> dict:
         o = self._out
@@ -150,6 +154,15 @@ class ExportedInverse:
         self._check(status, "ffopt_step")
         return self._result()
 
+    def solution(self) -> np.ndarray:
+        """ffopt_solution: the full state x of the last step (after init / reset: the start state);
+        x[:nq] the link and motor angles, x[nq:2 nq] their speeds."""
+        if not hasattr(self.lib, "ffopt_solution"):
+            raise OSError(f"{self.folder}: the exported code has no ffopt_solution (exported by an older ffopt): "
+                          "export it again")
+        self._check(self.lib.ffopt_solution(self._state, self._x), "ffopt_solution")
+        return np.array(self._x)
+
     def run(self, reference, y_start=None) -> dict:
         """init, then a step per row 1.. of ``reference`` (rows of n_ref; row 0 is the start). Arrays per
         sample (row 0 from init): u, qm, dqm (n_rows, n_u), newton_iterations (n_rows,)."""
@@ -161,3 +174,91 @@ class ExportedInverse:
             except SolverError as err:
                 raise SolverError(f"{err} at sample {i} (t = {i * self.meta['sample_time']:g} s)") from None
         return {k: np.array([row[k] for row in rows]) for k in ("u", "qm", "dqm", "newton_iterations")}
+
+
+def library_for(folder, say=lambda msg: None) -> Path:
+    """The compiled library of an exported folder: folder/build/libffopt_inverse.so if it is newer than the
+    folder's sources, else compiled now (``compile_folder``)."""
+    folder = Path(folder)
+    lib = folder / "build" / "libffopt_inverse.so"
+    sources = [folder / s for s in (*SOURCES, "ffopt_inverse.h", "ffopt_generated.h")]
+    if lib.is_file() and all(lib.stat().st_mtime >= s.stat().st_mtime for s in sources if s.is_file()):
+        return lib
+    say(f"compiling {folder} (the system C compiler, {' '.join(CFLAGS)})")
+    return compile_folder(folder).library
+
+
+START_TOL = 1e-6  # exported start state against PROBLEM's static equilibrium (relative to max(1, |x|))
+
+
+def exported_trajectory(folder, problem, say=lambda msg: None):
+    """Run the exported inverse model of ``folder`` (``ffopt export``) sample by sample on ``problem``'s
+    reference, as a controller runs it online: ffopt_init, then per sample the reference sample in and the
+    torques and motor references out (ffopt_step), and the state of each step (ffopt_solution).
+
+    Returns (Trajectory on the grid t_i = i h, source text): what ``ffopt.closed_loop.simulate(...,
+    exported=folder)`` uses in place of a plan's table. The reference is ``problem``'s (its time law as
+    given: a rest-to-rest move needs the shaped problem, a plan folder's problem.toml). Raises ProblemError
+    if the folder was exported for other joints, outputs or another robot (start state), SolverError if a
+    step fails."""
+    import json
+
+    from ffopt.errors import ProblemError
+    from ffopt.export.generate import _inverse_functions, reference_samples
+    from ffopt.trajectory import Trajectory
+
+    folder = Path(folder)
+    meta_path = folder / "meta.json"
+    if not meta_path.is_file():
+        raise ProblemError(f"--exported {folder}: no meta.json there: not a folder written by ffopt export")
+    meta = json.loads(meta_path.read_text())
+    model = problem.model
+    L = model.layout
+    inputs = [model.chain.joints[i].name for i in L.actuated]
+    for what, have, want in (("inputs", meta["input_names"], inputs), ("outputs", meta["output_names"],
+                                                                       list(model.outputs))):
+        if list(have) != list(want):
+            raise ProblemError(f"--exported {folder}: exported for {what} {list(have)}, but {problem.source} has "
+                               f"{list(want)}: simulate it with the problem it was exported from")
+    if problem.solver.form != meta["form"]:
+        problem = problem.with_solver(form=meta["form"])
+    h = float(meta["sample_time"])
+    dae, _, _, q0 = _inverse_functions(problem)
+    t, r = reference_samples(problem, h, dae)
+    if r.shape[1] != meta["n_ref"] or dae.n_x != meta["n_x"]:
+        raise ProblemError(f"--exported {folder}: its reference sample has {meta['n_ref']} values and its state "
+                           f"{meta['n_x']}, {problem.source}'s form {meta['form']} {r.shape[1]} and {dae.n_x}: "
+                           "exported from another robot")
+    inv = ExportedInverse(folder, library_for(folder, say))
+    y0 = r[0, :meta["n_out"]]
+    same_start = np.allclose(y0, meta["y0"], rtol=0, atol=1e-12)
+    first = inv.init(None if same_start else y0)
+    x_start, x_want = inv.solution(), dae.initial_state(q0)
+    gap = float(np.max(np.abs(x_start - x_want) / np.maximum(1.0, np.abs(x_want))))
+    if not gap <= START_TOL:
+        raise ProblemError(f"--exported {folder}: its start state (static equilibrium at the path's start) differs "
+                           f"from {problem.source}'s by {gap:.3g} (relative): exported from another robot or "
+                           "model; export it again from this problem")
+    say(f"running the exported inverse ({meta['problem']}, BDF-{meta['order']}, form {meta['form']}, "
+        f"h = {h * 1e3:g} ms) on {len(t) - 1} reference samples of {problem.source}")
+    n = len(t)
+    u, x, iters = np.empty((n, L.n_u)), np.empty((n, dae.n_x)), np.zeros(n, int)
+    u[0], x[0] = first["u"], x_start
+    for i in range(1, n):
+        try:
+            out = inv.step(r[i])
+        except SolverError as err:
+            raise SolverError(f"{err} at sample {i} (t = {t[i]:g} s)") from None
+        u[i], x[i], iters[i] = out["u"], inv.solution(), out["newton_iterations"]
+    nq, motor = L.nq, L.motor_of_input
+    q, v = x[:, :nq], x[:, nq:2 * nq]
+    tool = np.array(model.tool_position.map(n)(q[:, :L.n_link].T)).T
+    traj = Trajectory(t=t, u=u, q=q, v=v, a=np.full_like(q, np.nan), qm=q[:, motor], dqm=v[:, motor],
+                      y_ref=np.asarray(problem.reference.evaluate(t)), tool=tool,
+                      coordinate_names=model.coordinate_names(), output_names=list(model.outputs),
+                      method=f"exported bdf{meta['order']}-{meta['form']}",
+                      stats={"newton_iterations_mean": float(iters[1:].mean()) if n > 1 else 0.0,
+                             "newton_iterations_max": int(iters.max())},
+                      input_names=inputs, link_names=model.coordinate_names()[:L.n_link],
+                      link_units=getattr(model, "link_units", None), hold="linear", input_unit=model.input_unit)
+    return traj, f"{folder} (exported C, run sample by sample)"

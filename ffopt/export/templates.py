@@ -164,6 +164,12 @@ int ffopt_reset(ffopt_state* s, ffopt_output* out0);
  * ffopt_reset. Run time: 1 to 20 Newton iterations (1-2 on a smooth reference). */
 int ffopt_step(ffopt_state* s, const double ref[FFOPT_N_REF], ffopt_output* out);
 
+/* The full solution of the last successful ffopt_step (after ffopt_init / ffopt_reset: the start state):
+ * x[0 .. FFOPT_N_Q-1] the link and motor angles, x[FFOPT_N_Q .. 2 FFOPT_N_Q-1] their speeds, then the
+ * form's other unknowns. For a controller that also feeds back link-side states (its reference state).
+ * Returns FFOPT_OK or FFOPT_NOT_INITIALIZED. */
+int ffopt_solution(const ffopt_state* s, double x[FFOPT_N_X]);
+
 /* sizeof(ffopt_state) and sizeof(ffopt_output) (for bindings from other languages) */
 unsigned long ffopt_state_size(void);
 unsigned long ffopt_output_size(void);
@@ -204,6 +210,12 @@ static const double ffopt_eq_residual = @EQ_RESIDUAL@;
 
 unsigned long ffopt_state_size(void) { return (unsigned long) sizeof(ffopt_state); }
 unsigned long ffopt_output_size(void) { return (unsigned long) sizeof(ffopt_output); }
+
+int ffopt_solution(const ffopt_state* s, double x[FFOPT_N_X]) {
+  if (s->initialized != FFOPT_MAGIC) return FFOPT_NOT_INITIALIZED;
+  memcpy(x, s->hist[s->cur], sizeof(double) * FFOPT_N_X);
+  return FFOPT_OK;
+}
 
 static int ffopt_work_fits(void) {
   casadi_int a = 0, r = 0, i = 0, w = 0;

@@ -164,3 +164,66 @@ def test_output_folder_rules(tmp_path):
     (foreign / "notes.txt").write_text("mine")
     assert main(["export", e12, "--out", str(foreign), "--quiet"]) == EXIT_INPUT
     assert sorted(p.name for p in foreign.iterdir()) == ["notes.txt"]
+
+
+# ------------------------------------------------------------------ the exported model in the closed loop
+def tool_error_table(summary):
+    """name -> the tool-error numbers of ffopt simulate's summary.json (during the move and after the table)."""
+    out = {}
+    for name, case in summary["tool_error"].items():
+        numbers = {k: v for k, v in case.items() if isinstance(v, float)}
+        numbers.update({f"settle_{k}": v for k, v in (case.get("settle") or {}).items() if isinstance(v, float)})
+        out[name] = numbers
+    return out
+
+
+@needs_cc
+def test_simulate_exported_gives_the_offline_plans_tool_errors(e12, tmp_path):
+    """ffopt simulate --exported (the exported step run sample by sample, its output in place of the table)
+    against ffopt simulate --plan of the offline BDF plan of the same (exact-tracking) problem."""
+    problem, folder, info, build = e12
+    plan = ffopt.plan(problem.with_values({"solver.end_at_rest": False}), method="bdf", verify=False)
+    plan.save(tmp_path / "plan")
+    e12_toml = str(PROBLEMS / "e12_line.toml")
+    codes = [main(["simulate", e12_toml, *source, "--out", str(tmp_path / name), "--no-plots", "--quiet"])
+             for name, source in (("by_plan", ["--plan", str(tmp_path / "plan")]),
+                                  ("by_export", ["--exported", str(folder)]))]
+    assert codes[0] == codes[1]
+    by_plan, by_export = (json.loads((tmp_path / n / "summary.json").read_text()) for n in ("by_plan", "by_export"))
+    assert by_plan["status"] == by_export["status"] and by_export["main_case"] == "feedforward_pd"
+    assert "exported C" in by_export["plan"]
+    a, b = tool_error_table(by_plan), tool_error_table(by_export)
+    assert a.keys() == b.keys() and a["feedforward_pd"].keys() == b["feedforward_pd"].keys()
+    assert "settle_residual_mm" in a["feedforward_pd"]
+    for name in a:
+        for key, value in a[name].items():
+            assert b[name][key] == pytest.approx(value, rel=1e-9, abs=1e-12), (name, key)
+    # the Python API, with link-side state feedback (the reference state from ffopt_solution)
+    x = ffopt.simulate(problem, plan, controller="pd+state")
+    y = ffopt.simulate(problem, exported=folder, controller="pd+state")
+    np.testing.assert_allclose(y.plan.q, plan.trajectory.q, rtol=0, atol=1e-9 * np.abs(plan.trajectory.q).max())
+    for name in x.cases:
+        assert y.cases[name].max_mm == pytest.approx(x.cases[name].max_mm, rel=1e-9)
+        assert y.cases[name].settle.residual_mm == pytest.approx(x.cases[name].settle.residual_mm, rel=1e-9)
+
+
+def test_simulate_plan_and_exported_exclude_each_other(tmp_path, capsys):
+    e12_toml = str(PROBLEMS / "e12_line.toml")
+    assert main(["simulate", e12_toml, "--plan", str(tmp_path), "--exported", str(tmp_path)]) == EXIT_INPUT
+    assert "not allowed with argument" in capsys.readouterr().err
+    assert main(["simulate", e12_toml]) == EXIT_INPUT
+    assert "one of the arguments --plan --exported is required" in capsys.readouterr().err
+    with pytest.raises(ProblemError, match="not both"):
+        ffopt.simulate(e12_toml, tmp_path, exported=tmp_path)
+    with pytest.raises(ProblemError, match="give a plan"):
+        ffopt.simulate(e12_toml)
+    assert main(["simulate", e12_toml, "--exported", str(tmp_path), "--quiet"]) == EXIT_INPUT
+    assert "not a folder written by ffopt export" in capsys.readouterr().err
+
+
+@needs_cc
+def test_simulate_exported_refuses_another_robot(e12):
+    problem, folder, info, build = e12
+    other = problem.with_values({"model.joints.q2.stiffness": 0.5e5})  # the same start pose, another deflection
+    with pytest.raises(ProblemError, match="start state .* differs"):
+        ffopt.simulate(other, exported=folder)

@@ -10,8 +10,10 @@
 Keys (SI units): ``modes`` (assumed clamped-free modes, >= 1), ``EI`` (bending stiffness, N m^2),
 ``length`` (m), ``mass`` (the beam's own mass, kg, uniform), ``direction`` (the beam axis in the
 body frame, default [1, 0, 0]; perpendicular to the joint axis, the beam bends in the plane of
-rotation) and ``damping_ratio`` (modal damping per mode, one number for all modes or one per mode;
-default 0). The joint's own ``mass``/``com``/``inertia``, the next joint's ``origin`` and the tool
+rotation), ``damping_ratio`` (modal damping per mode, one number for all modes or one per mode;
+default 0) and ``static_shapes`` (default false: the clamped-free modes of Mohan & Saha; true: Ritz modes
+of modes - 2 clamped-free modes and the static tip shapes xi^2, xi^3, exact under tip loads, see
+``ffopt.models.flexible_links.StaticCorrectedModes``). The joint's own ``mass``/``com``/``inertia``, the next joint's ``origin`` and the tool
 point, all given in the joint's body frame as for a rigid link, are carried by the beam's tip
 cross-section (see ``ffopt.models.flexible_links``).
 """
@@ -46,6 +48,10 @@ FLEXIBLE_SCHEMA = {
                        doc="beam axis in the body frame, perpendicular to the joint axis"),
     "damping_ratio": Field("number_or_vector", default=0.0, check=_ratios,
                            doc="modal damping ratio: one for all modes or one per mode"),
+    "static_shapes": Field("bool", default=False,
+                           doc="true: the modes are Ritz modes of modes - 2 clamped-free modes and the static tip "
+                               "shapes xi^2, xi^3 (exact statics under a tip force and moment; modes >= 2); false: "
+                               "clamped-free modes only (their tip slope under a tip moment converges like 1 / modes)"),
 }
 
 
@@ -74,7 +80,10 @@ def parse_flexible_links(v: Validator, joint_tables: list[dict], chain: Chain) -
         zeta = (zeta,) * f["modes"] if isinstance(zeta, float) else tuple(zeta)
         if len(zeta) != f["modes"]:
             v.fail(f"{where}.damping_ratio", f"expected one number or {f['modes']} (one per mode), got {len(zeta)}")
-        links.append(FlexibleLink(i, f["modes"], f["EI"], f["length"], f["mass"], direction, zeta))
+        if f["static_shapes"] and f["modes"] < 2:
+            v.fail(f"{where}.modes", f"static_shapes needs modes >= 2 (the two static shapes), got {f['modes']}")
+        links.append(FlexibleLink(i, f["modes"], f["EI"], f["length"], f["mass"], direction, zeta,
+                                  static_correction=f["static_shapes"]))
     if links and chain.rotor_coupling == "full":
         v.fail("model.rotor_coupling", "\"full\" is not modelled together with flexible links; use \"reduced\"")
     if links and chain.constant_inertia is not None:

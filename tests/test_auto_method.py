@@ -308,8 +308,9 @@ def test_an_arm_whose_path_has_no_exact_inverse_gets_the_penalty_plan_and_a_warn
     on its 0.42 s line the elbow swings ~0.3 rad and cancels the shoulder's effect on the tool (the
     decoupling matrix changes sign at t = 0.13-0.20 s), so no bounded torque tracks the line exactly.
     The exact NLP fails (its limit), the penalty plan follows with a warning naming the times; the
-    same line 1.5x slower has a regular inverse and plans exactly. Measured: 0.77 mm (penalty plan,
-    its own planned error 0.74 mm, peak torque 76 kN m); slower: 0.0002 mm, peak 319 N m. ~4 min."""
+    same line 1.5x slower has a regular inverse and plans exactly. Measured (regression values, 2026-11-27):
+    0.773 mm (penalty plan, its own planned error 0.737 mm, peak torque 76 kN m; verdict missed_tolerance
+    against its 0.133 mm); slower: 0.000201 mm, peak 319 N m, verified. ~4-8 min."""
     from random_arms import problem_of
 
     arm = json.loads((Path(__file__).parent / "data" / "arm_no_exact_inverse.json").read_text())
@@ -320,13 +321,16 @@ def test_an_arm_whose_path_has_no_exact_inverse_gets_the_penalty_plan_and_a_warn
     dec = result.trajectory.stats["decoupling"]
     assert dec["singular"] and 0.1 < dec["singular_times_s"][0] < 0.25
     assert any("singularity of the inverse" in line and "slow the motion" in line for line in lines)
-    assert result.verification.cases["feedforward_pd"].max_mm < 2.0  # the best the arm allows, not 0.1 mm
+    # the best the arm allows, not 0.1 mm: bound 2x the measured 0.773 mm; the verdict says it misses
+    assert result.verification.cases["feedforward_pd"].max_mm < 1.55
+    assert result.verification.status == "missed_tolerance"
 
     arm["reference"]["duration"] *= 1.5
     slower = ffopt.plan(problem_of(arm))
     assert [a["ok"] for a in slower.method_choice["attempts"]] == [True]
     assert "decoupling" not in slower.trajectory.stats  # exact tracking: nothing to explain
-    assert slower.verification.cases["feedforward_pd"].max_mm < 0.1
+    assert slower.verification.cases["feedforward_pd"].max_mm < 0.0004  # 2x the measured 0.000201 mm
+    assert slower.verification.status == "verified"
 
 
 def test_a_non_minimum_phase_arm_with_an_unstable_zero_faster_than_the_grid_tries_the_penalty_first():

@@ -69,7 +69,7 @@ def timing_rows():
 
 
 def verification_row(problem, label, mode):
-    r = ffopt.plan(problem)
+    r = ffopt.plan(problem, verify="full")  # the baselines and payload cases are the full set
     c = r.verification.cases
     return (label, mode, r.trajectory.t[-1], r.problem.reference.prefilter["order"], c["feedforward_pd"].max_mm,
             c["feedforward_open_loop"].max_mm, c["feedforward_open_loop_cubic_u"].max_mm,
@@ -148,7 +148,7 @@ def cutoff_rows():
     for path, cutoffs in ((BENCHMARK, (5.0, 10.0, 20.0)), (STEP, (2.0, 3.0, 7.0))):
         for fc in cutoffs:
             p = variant(path, cutoff_hz=fc)
-            r = ffopt.plan(p)
+            r = ffopt.plan(p, verify="full")  # rigid_feedforward_pd is in the full set
             info, c = p.reference.prefilter, r.verification.cases
             speed = np.abs(p.reference.joint.evaluate(r.trajectory.t, 1)).max()
             rows.append((info["raw"], fc, info["order"], info["delay_s"], info["settling_time_s"], p.reference.t_end,

@@ -43,8 +43,10 @@ def _solve(p, compile=True):
 
 @pytest.fixture
 def empty_cache(tmp_path, monkeypatch):
-    """An empty disk cache and no compiled functions in memory (as in a new process)."""
+    """An empty disk cache and no compiled functions in memory (as in a new process); one library per model
+    (FFOPT_COMPILE=sync: no background -O2 build beside the -O0 one; tiered compilation: tests/test_bdf.py)."""
     monkeypatch.setenv("FFOPT_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("FFOPT_COMPILE", "sync")
     monkeypatch.setattr(bdf, "_MEMORY_CACHE", type(bdf._MEMORY_CACHE)())
     return tmp_path
 

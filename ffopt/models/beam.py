@@ -62,24 +62,9 @@ def _standard_shape(beta: float, xi: np.ndarray, derivative: int) -> np.ndarray:
     return beta**derivative * (hyper + trig)
 
 
-@dataclass(frozen=True)
-class ClampedFreeModes:
-    """The first ``n`` clamped-free modes on xi in [0, 1], normalised to tip value 1."""
-
-    n: int
-
-    @cached_property
-    def beta(self) -> np.ndarray:
-        return clamped_free_roots(self.n)
-
-    @cached_property
-    def _tip_scale(self) -> np.ndarray:
-        return np.array([_standard_shape(b, 1.0, 0) for b in self.beta])
-
-    def shape(self, xi, derivative: int = 0) -> np.ndarray:
-        """(n, len(xi)): d^k phi_j / dxi^k at xi (derivatives with respect to xi, not x)."""
-        xi = np.atleast_1d(np.asarray(xi, float))
-        return np.array([_standard_shape(b, xi, derivative) / s for b, s in zip(self.beta, self._tip_scale)])
+class ModeIntegrals:
+    """The integrals a set of ``n`` beam shapes on xi in [0, 1] contributes to a link's mass and stiffness
+    matrices, from its ``shape(xi, derivative)`` (clamped-free modes, or Ritz modes with static shapes)."""
 
     @cached_property
     def quadrature(self) -> tuple[np.ndarray, np.ndarray]:
@@ -105,3 +90,24 @@ class ClampedFreeModes:
     def tip_slope(self) -> np.ndarray:
         """(n,) phi_j'(1) (per unit xi; divide by L for the slope dw/dx)."""
         return self.shape(1.0, 1)[:, 0]
+
+
+@dataclass(frozen=True)
+class ClampedFreeModes(ModeIntegrals):
+    """The first ``n`` clamped-free modes on xi in [0, 1], normalised to tip value 1."""
+
+    n: int
+
+    @cached_property
+    def beta(self) -> np.ndarray:
+        return clamped_free_roots(self.n)
+
+    @cached_property
+    def _tip_scale(self) -> np.ndarray:
+        return np.array([_standard_shape(b, 1.0, 0) for b in self.beta])
+
+    def shape(self, xi, derivative: int = 0) -> np.ndarray:
+        """(n, len(xi)): d^k phi_j / dxi^k at xi (derivatives with respect to xi, not x)."""
+        xi = np.atleast_1d(np.asarray(xi, float))
+        return np.array([_standard_shape(b, xi, derivative) / s for b, s in zip(self.beta, self._tip_scale)])
+

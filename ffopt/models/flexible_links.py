@@ -43,7 +43,7 @@ from types import SimpleNamespace
 import casadi as ca
 import numpy as np
 
-from ffopt.models.beam import ClampedFreeModes
+from ffopt.models.beam import ClampedFreeModes, ModeIntegrals
 from ffopt.models.chain import Body, Chain
 from ffopt.models.flexible import AXES, ORIENTATION, FlexibleModel, Layout
 from ffopt.models.rigid_body import _rot
@@ -51,7 +51,7 @@ from ffopt.models.rigid_body import _rot
 MAX_MODES = 20  # per link; beyond ~20 modes the Euler-Bernoulli model itself is meaningless for a robot link
 
 
-class StaticCorrectedModes:
+class StaticCorrectedModes(ModeIntegrals):
     """Ritz modes of a clamped beam on the span of the first n - 2 clamped-free modes and the static shapes
     xi^2, xi^3 (the exact static deflection under a tip moment and a tip force): n shapes on xi in [0, 1],
     orthogonal in mass and stiffness, normalised to tip value 1; the interface of ``ClampedFreeModes``.
@@ -86,27 +86,6 @@ class StaticCorrectedModes:
 
     def shape(self, xi, derivative: int = 0) -> np.ndarray:
         return self._C @ self._raw(xi, derivative)
-
-    @cached_property
-    def quadrature(self) -> tuple[np.ndarray, np.ndarray]:
-        x, w = np.polynomial.legendre.leggauss(max(64, 8 * self.n + 32))
-        return (x + 1.0) / 2.0, w / 2.0
-
-    @cached_property
-    def gram(self) -> np.ndarray:
-        xi, w = self.quadrature
-        f = np.vstack([np.ones_like(xi), xi, self.shape(xi)])
-        return (f * w) @ f.T
-
-    @cached_property
-    def curvature_gram(self) -> np.ndarray:
-        xi, w = self.quadrature
-        d2 = self.shape(xi, 2)
-        return (d2 * w) @ d2.T
-
-    @cached_property
-    def tip_slope(self) -> np.ndarray:
-        return self.shape(1.0, 1)[:, 0]
 
 
 @dataclass(frozen=True)

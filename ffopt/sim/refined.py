@@ -91,7 +91,7 @@ def _changed(a: Refinement, b: Refinement, tol_mm: float, rel: float) -> bool:
 
 def verify_refined(model, t, traj, y_ref, tool_ref, u_interpolation: str, pd, kp, kd, t_settle, planning_errors,
                    planning_settle, tol_mm, tol_mrad, rtol, case: str, max_extra: int = MAX_EXTRA_MODES,
-                   rel_change: float = REL_CHANGE) -> RefinedVerification:
+                   rel_change: float = REL_CHANGE, progress=None) -> RefinedVerification:
     """Run ``case`` (the plan's torques traj.u with the loop ``pd``) on refined models of ``model`` (a
     ``FlexibleLinkModel``); planning_errors/planning_settle: the same case on the planning model."""
     import time
@@ -118,6 +118,8 @@ def verify_refined(model, t, traj, y_ref, tool_ref, u_interpolation: str, pd, kp
             break
         tic = time.perf_counter()
         plant = model.refined(extra)
+        if progress is not None:
+            progress(f"verifying {case} on a refined model ({plant.basis}): does the plan hold beyond its truncation?")
         q0 = static_equilibrium(plant, y_ref[0], traj.q[0, :n_joints], where=f"t = {t[0]:.4g} s (refined model)")
         name = f"{case} on {plant.basis}"
         rtol_r = max(rtol, RTOL_REFINED)

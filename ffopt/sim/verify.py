@@ -54,6 +54,7 @@ from ffopt.sim.settle import (JUDGED_CASE, Hold, SettleMetrics, Verdict, default
                               hold_pose, judge, plan_end_state, settle_duration, settle_grid, settle_metrics)
 
 CASE_SETS = ("default", "full")
+OPEN_LOOP_GROWTH_NOTED = 1e-2  # 1/s: an unstable held pose worth a console note (below: roundoff of a rigid mode)
 DEFAULT_CASES = ("feedforward_open_loop", "feedforward_pd")
 
 
@@ -120,7 +121,7 @@ class VerificationReport:
             lines.append(f"after the table: {self.settle['window_s']:.3g} s with the controller holding the final "
                          f"pose ({self.settle['settle_s_source']})")
             growth = self.settle["open_loop_growth_rate_1_s"]
-            if growth > 1e-6 and "feedforward_open_loop" in self.cases:
+            if growth > OPEN_LOOP_GROWTH_NOTED and "feedforward_open_loop" in self.cases:
                 lines.append(f"(open loop the held pose is unstable, growth rate {growth:.3g} 1/s: the open-loop "
                              "residual grows from any error at the table's end)")
         e = self.end_state
@@ -154,13 +155,14 @@ def case_table(cases) -> list[str]:
 
 
 def verify(model: FlexibleModel, reference, traj, settings: VerificationSettings | None = None,
-           guess=None, cases: str | None = None, hold: str | None = None) -> VerificationReport:
+           guess=None, cases: str | None = None, hold: str | None = None, progress=None) -> VerificationReport:
     """Simulate the plant with the plan's torques (and, for ``cases="full"``, the baselines and the
     payload mismatch) and go on after the table for the settle window with the controller holding the
     final pose (``ffopt.sim.settle``); tool errors in mm, and the verdict against the tolerance.
     ``cases``: "default" or "full" (None: settings.cases). ``hold``: how the plan's input is applied
     between its rows, "linear" or "zoh" (None: the plan's own ``traj.stats["hold"]``, else linear), the
-    hold the plan was made for ([output] hold)."""
+    hold the plan was made for ([output] hold). progress: called with a line per simulation."""
+    say = progress or (lambda msg: None)
     settings = settings or VerificationSettings()
     case_set = settings.cases if cases is None else cases
     if case_set not in CASE_SETS:
@@ -202,6 +204,7 @@ def verify(model: FlexibleModel, reference, traj, settings: VerificationSettings
     for name, (plant, u, loop, qs, interpolation, text, after) in runs.items():
         if qs is None:  # start at rest where the loop holds the plant before the motion
             qs = rest_state(plant, u[0], loop, q0)
+        say(f"verifying {name}" + ("" if t_settle is None else f", then {window:.3g} s after the table"))
         sims[name] = run_case(name, plant, t, u, qs, loop, interpolation, settings.rtol)
         errors = tool_errors(sims[name], y_ref, tool_ref, model.output_units)
         cases[name] = case_error(name, sims[name], y_ref, tool_ref, model.output_units, text, errors)
@@ -227,18 +230,19 @@ def verify(model: FlexibleModel, reference, traj, settings: VerificationSettings
     refined = None
     if getattr(model, "links", None):  # flexible links: the plan also on more assumed modes (ffopt.sim.refined)
         refined = _refined(model, t, traj, y_ref, tool_ref, runs[JUDGED_CASE], kp, kd, t_settle, judged_errors,
-                           cases[JUDGED_CASE].settle, tol_mm, tol_mrad, settings.rtol, verdict)
+                           cases[JUDGED_CASE].settle, tol_mm, tol_mrad, settings.rtol, verdict, say)
     return VerificationReport(cases, sims, gains, settings.rtol, offset, skipped, case_set, settle_sims, settle,
                               end_state, verdict, refined)
 
 
-def _refined(model, t, traj, y_ref, tool_ref, run, kp, kd, t_settle, errors, settle, tol_mm, tol_mrad, rtol, verdict):
+def _refined(model, t, traj, y_ref, tool_ref, run, kp, kd, t_settle, errors, settle, tol_mm, tol_mrad, rtol, verdict,
+             say=None):
     """The judged case on refined models of a model with flexible links; adds their miss to ``verdict``."""
     from ffopt.sim.refined import judge_refined, verify_refined
 
     _, _, loop, _, interpolation, _, _ = run
     refined = verify_refined(model, t, traj, y_ref, tool_ref, interpolation, loop, kp, kd, t_settle, errors, settle,
-                             tol_mm, tol_mrad, rtol, JUDGED_CASE)
+                             tol_mm, tol_mrad, rtol, JUDGED_CASE, progress=say)
     judge_refined(verdict, refined, tol_mm, tol_mrad)
     return refined
 

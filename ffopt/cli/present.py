@@ -69,7 +69,10 @@ def run_report(args) -> int:
 
 
 def run_animate(args) -> int:
+    from ffopt.cli.main import progress_printer
     from ffopt.report.animation import write_animation
 
-    print(write_animation(args.folder, args.problem, fps=args.fps, speed=args.speed))
+    say = progress_printer(getattr(args, "quiet", False))
+    say(f"drawing the animation of {args.folder}")
+    print(write_animation(args.folder, args.problem, fps=args.fps, speed=args.speed, progress=say))
     return 0

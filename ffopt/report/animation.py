@@ -13,6 +13,7 @@ written with matplotlib's animation writer for Pillow (PillowWriter).
 from __future__ import annotations
 
 import math
+import time
 from pathlib import Path
 
 import numpy as np
@@ -26,13 +27,14 @@ GIF_SECONDS = 5.0  # default playback length: the whole plan slowed down (never 
 
 
 def write_animation(folder: str | Path, problem: str | Path | None = None, fps: int = 20, speed: float | None = None,
-                    dpi: int = 80) -> Path:
-    """Write animation.gif into the plan folder (added to the files ffopt wrote there); returns its path."""
+                    dpi: int = 80, progress=None) -> Path:
+    """Write animation.gif into the plan folder (added to the files ffopt wrote there); returns its path.
+    progress: called with a line at most every second while frames are drawn."""
     from ffopt.io.results import write_result_folder
 
     plan = load_plan(folder)
     chain = plan.problem(problem).chain
-    write_result_folder(plan.folder, lambda tmp: render_gif(plan, chain, tmp / ANIMATION, fps, speed, dpi),
+    write_result_folder(plan.folder, lambda tmp: render_gif(plan, chain, tmp / ANIMATION, fps, speed, dpi, progress),
                         add=True, command="animate")
     return Path(folder).absolute() / ANIMATION
 
@@ -73,7 +75,8 @@ def views(points: np.ndarray) -> list[tuple[int, int]]:
     return [(a, b)]
 
 
-def render_gif(plan: SavedPlan, chain, path: Path, fps: int = 20, speed: float | None = None, dpi: int = 80) -> None:
+def render_gif(plan: SavedPlan, chain, path: Path, fps: int = 20, speed: float | None = None, dpi: int = 80,
+               progress=None) -> None:
     from matplotlib.animation import PillowWriter
     from matplotlib.figure import Figure  # not pyplot: no backend or window, whatever a notebook uses
 
@@ -114,8 +117,12 @@ def render_gif(plan: SavedPlan, chain, path: Path, fps: int = 20, speed: float |
 
     fig.tight_layout()
     writer = PillowWriter(fps=fps)  # one draw per frame (FuncAnimation would draw each frame twice more)
+    last = time.perf_counter()
     with writer.saving(fig, str(path), dpi):
         for k in range(n_frames):
+            if progress is not None and time.perf_counter() - last >= 1.0:
+                last = time.perf_counter()
+                progress(f"animation: frame {k + 1} of {n_frames}")
             for line, trace, (a, b) in zip(arms, traces, pairs):
                 line.set_data(pts[k, :, a], pts[k, :, b])
                 trace.set_data(tool[: ends[k], a], tool[: ends[k], b])

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ffopt.errors import ProblemError, SolverError, VerificationError
+from ffopt.errors import PathError, ProblemError, SolverError, VerificationError
 from ffopt.io.problem import METHODS, Problem, load_problem
 from ffopt.trajectory import Trajectory
 
@@ -227,7 +227,7 @@ def _plan(problem, method, order, step, form, scaling_power, verify, compile, pr
     from ffopt.sim.baselines import rigid_inverse_kinematics
 
     t_check = np.linspace(0.0, reference.t_end, 401)
-    rigid_inverse_kinematics(model, reference, t_check, guess)
+    check_joint_limits(problem.chain, t_check, rigid_inverse_kinematics(model, reference, t_check, guess))
     timings["path_check"] = time.perf_counter() - tic
 
     tic = time.perf_counter()
@@ -271,6 +271,22 @@ def _plan(problem, method, order, step, form, scaling_power, verify, compile, pr
                            "pre_actuation_s": traj.stats.get("pre_actuation_s"),
                            "post_actuation_s": traj.stats.get("post_actuation_s")}
     return PlanResult(problem, traj, report, settings, timings, method_choice)
+
+
+def check_joint_limits(chain, t: np.ndarray, qa: np.ndarray) -> None:
+    """PathError where the rigid path leaves a joint's position limits (q_min / q_max: a URDF's <limit>)."""
+    if qa.shape[1] != len(chain.joints):  # modal coordinates of flexible links among them (no limits there)
+        return
+    for i, joint in enumerate(chain.joints):
+        if not (np.isfinite(joint.q_min) or np.isfinite(joint.q_max)):
+            continue
+        outside = np.nonzero((qa[:, i] < joint.q_min - 1e-9) | (qa[:, i] > joint.q_max + 1e-9))[0]
+        if outside.size:
+            k = outside[0]
+            raise PathError(f"joint {joint.name}: the path needs {np.degrees(qa[k, i]):.2f} deg at t = {t[k]:.4g} s "
+                            f"(rigid inverse kinematics), outside its limits [{np.degrees(joint.q_min):.2f}, "
+                            f"{np.degrees(joint.q_max):.2f}] deg (the URDF's <limit>): move the path, give "
+                            "reference.joint_guess for another branch, or lock the joint elsewhere")
 
 
 def _end_at_rest(problem: Problem, traj, method_choice: dict, say, compile: bool):

@@ -464,3 +464,27 @@ def test_invalid_urdf_is_refused_with_the_readers_reason(tmp_path):
     assert "model.urdf" in msg and "the URDF reader refused it" in msg and "does not specify limits" in msg
     msg = bad("<robot name='x'><link name='a'>", tmp_path)
     assert "not valid XML" in msg
+
+
+def test_a_path_outside_the_urdf_joint_limits_is_refused_before_the_solve(tmp_path, capsys):
+    """The URDF's <limit lower upper> are the path check's limits: the UR5 line needs the elbow at 88-103 deg
+    (rigid inverse kinematics, measured on 2026-11-27); with the elbow's upper limit at 95 deg it is refused
+    (exit 2), naming the joint, the angle, the time and the limits, and nothing is written."""
+    urdf = (SHIPPED / "ur5.urdf").read_text()
+    start = urdf.index('<joint name="elbow_joint"')
+    limit = urdf.index("<limit", start)
+    end = urdf.index("/>", limit) + 2
+    narrowed = urdf[:start] + urdf[start:limit] + re.sub(r'upper="[^"]*"', f'upper="{float(np.radians(95.0))!r}"',
+                                                         urdf[limit:end]) + urdf[end:]
+    (tmp_path / "ur5.urdf").write_text(narrowed)
+    problem = (ROOT / "problems" / "ur5_line.toml").read_text()
+    problem = re.sub(r'urdf = "[^"]*"', 'urdf = "ur5.urdf"', problem)
+    (tmp_path / "ur5_line.toml").write_text(problem)
+    out = tmp_path / "out"
+    assert main(["plan", str(tmp_path / "ur5_line.toml"), "--out", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "joint elbow_joint" in err and "outside its limits" in err and "95.00] deg" in err
+    assert not out.exists()
+    # the shipped limits (-180..180 deg) let the same line through the path check
+    assert main(["plan", str(ROOT / "problems" / "ur5_line.toml"), "--out", str(tmp_path / "ok"), "--quiet",
+                 "--no-verify", "--no-plots"]) == 0

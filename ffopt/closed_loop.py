@@ -256,8 +256,8 @@ def _after_the_table(problem, traj, runs, main, gains, plant, y_ref, tool_ref, p
     verdict on the main case. Returns (settle info, Verdict, settle simulations)."""
     from ffopt.dae.equilibrium import static_equilibrium
     from ffopt.sim.plant import StateFeedback, pd_gains
-    from ffopt.sim.settle import default_tolerances, hold_pose, judge, plan_end_state, settle_duration, settle_grid
-    from ffopt.sim.verify import motor_hold, settle_case, tool_errors
+    from ffopt.sim.settle import hold_pose, judge, plan_end_state, settle_duration, settle_grid
+    from ffopt.sim.verify import motor_hold, settle_case, tolerances, tool_errors
 
     model, ver = problem.model, problem.verification
     L = model.layout
@@ -269,9 +269,7 @@ def _after_the_table(problem, traj, runs, main, gains, plant, y_ref, tool_ref, p
         return {}, None, {}
     t_settle = settle_grid(traj.t[-1], window, np.diff(traj.t).min())
     n = len(t_settle)
-    mm, mrad = default_tolerances(model)
-    tol_mm = ver.tolerance_mm if ver.tolerance_mm is not None else mm
-    tol_mrad = ver.tolerance_mrad if ver.tolerance_mrad is not None else mrad
+    tol_mm, tol_mrad, source = tolerances(model, ver)
     x_hold = np.concatenate([q_end, np.zeros(L.nq)])
     loop = {"none": None, "pd": motor_hold(gains.kp, gains.kd, hold.qm, n) if gains.controller == "pd" else None,
             "pd+state": StateFeedback(np.asarray(gains.K, float), np.tile(x_hold, (n, 1)))}[gains.controller]
@@ -279,7 +277,6 @@ def _after_the_table(problem, traj, runs, main, gains, plant, y_ref, tool_ref, p
     for name, run in runs.items():
         sims[name], run.error.settle = settle_case(name, plant, run.simulation, hold, loop, t_settle, y_ref, tool_ref,
                                                    model, tol_mm, tol_mrad, ver.rtol)
-    source = "verification.tolerance_mm" if ver.tolerance_mm is not None else "default: 1e-4 of the arm's reach"
     errors = tool_errors(runs[main].simulation, y_ref, tool_ref, model.output_units)
     end = plan_end_state(model, traj) if np.all(np.isfinite(traj.v[-1])) else None
     verdict = judge(main, errors, runs[main].error.settle, traj.t, t_settle, tol_mm, tol_mrad, source, end)

@@ -197,7 +197,7 @@ def verify(model: FlexibleModel, reference, traj, settings: VerificationSettings
     plan_hold = hold_pose(model, q_end)
     window, settle_info = settle_duration(model, q_end, kp_torque, kd_torque, settings.settle_s)
     t_settle = settle_grid(t[-1], window, np.diff(t).min()) if window > 0 else None
-    tol_mm, tol_mrad, tol_source = _tolerances(model, settings)
+    tol_mm, tol_mrad, tol_source = tolerances(model, settings)
     end_state = plan_end_state(model, traj)
 
     cases, sims, settle_sims, judged_errors = {}, {}, {}, None
@@ -254,9 +254,10 @@ def _open_loop_growth(model, q_end) -> float:
     return float(np.real(held_eigenvalues(model, q_end, zero, zero)).max())
 
 
-def _tolerances(model, settings) -> tuple[float, float, str]:
+def tolerances(model, settings) -> tuple[float, float, str]:
+    """(tolerance_mm, tolerance_mrad, where they come from): [verification]'s, else the defaults."""
     mm, mrad = default_tolerances(model)
-    source = (f"verification.tolerance_mm" if settings.tolerance_mm is not None
+    source = ("verification.tolerance_mm" if settings.tolerance_mm is not None
               else "default: 1e-4 of the arm's reach")
     return (settings.tolerance_mm if settings.tolerance_mm is not None else mm,
             settings.tolerance_mrad if settings.tolerance_mrad is not None else mrad, source)

@@ -257,7 +257,7 @@ def test_outputs_name_actuated_joints_or_tool_quantities():
     d["model"]["outputs"] = ["x", "qq2"]
     _fail(d, "model.outputs: unknown output 'qq2' (did you mean 'q2'?)")
     d["model"]["outputs"] = ["q1", "q2"]
-    _fail(d, "reference.kind: a 'line' path moves the tool, but model.outputs names joints (q1, q2): use "
+    _fail(d, "reference.kind: a 'line' path moves the tool, but model.outputs names only joints (q1, q2): use "
              'kind = "joint_ptp"')
 
 

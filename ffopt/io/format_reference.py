@@ -101,7 +101,9 @@ CONVENTIONS = (
                 "joints: tool-point coordinates `x`, `y`, `z` (base frame); tool-frame angles `yaw`, `pitch`, "
                 "`roll` (Z-Y-X, R = Rz(yaw) Ry(pitch) Rx(roll); gimbal lock at pitch = +-90 deg); actuated joints by "
                 "name (their link-side angle). `[reference]` gives the positions in mm in the order the outputs "
-                "name them, tool angles in deg, joint moves in deg or rad."),
+                "name them, tool angles in deg, joint moves in deg or rad. Joint and tool outputs may be mixed (a "
+                "redundant arm: the tool axes and its elbow joint); a tool path then gives the joint outputs' angles "
+                "in `joint_start_deg` / `joint_end_deg`."),
     ("Timing", "Every path starts at rest, rests `rest_before`, moves (the time law s rises from 0 to 1 with zero "
                "derivatives at both ends) and rests `rest_after`; the plan and its verification cover the whole "
                "interval. A motion time is given (`duration`, `durations`) or follows from a speed (`speed_mm_s`, "

@@ -22,7 +22,11 @@ prefilter      a raw ``step`` or trapezoidal-speed ``ptp`` move (joints ``q_*`` 
 =============  ===============================================================================
 
 Cartesian kinds carry the orientation outputs (yaw, pitch, roll) along with ``orientation_*_deg``
-(``orientations_deg`` per via point), moved by the same time law. Durations are given (``duration``,
+(``orientations_deg`` per via point), moved by the same time law, and the joint outputs (a redundant
+arm's elbow next to the tool coordinates) with ``joint_start_deg`` (required: one angle per joint
+output, in model.outputs order) and ``joint_end_deg`` (default: held at the start): on a line, an
+arc and a prefiltered line they move by the tool's own time law (filter), on a polyline by the time
+law over the whole motion (they do not stop at the via points). Durations are given (``duration``,
 ``durations``) or follow from the peak tool speed ``speed_mm_s``; a joint move's from the joints'
 speed and acceleration limits (each joint its own, or ``synchronized``: all take the slowest).
 A ``prefilter`` move has no time law: the filter smooths its raw profile; its horizon is the raw
@@ -81,11 +85,23 @@ _ORIENTATION = {
     "orientation_start_deg": Field("vector", unit="deg", doc="yaw/pitch/roll outputs at the start (deg)"),
     "orientation_end_deg": Field("vector", unit="deg", doc="yaw/pitch/roll outputs at the end (deg)"),
 }
+_JOINT_OUTPUTS = {
+    "joint_start_deg": Field("vector", unit="deg",
+                             doc="angles of the joint outputs at the start (deg), one per joint named in model.outputs, "
+                                 "in that order (e.g. a redundant arm's elbow next to the tool axes); required when "
+                                 "model.outputs names joints"),
+    "joint_start_rad": Field("vector", unit="rad", doc="joint_start_deg in rad, instead of it"),
+    "joint_end_deg": Field("vector", unit="deg",
+                           doc="angles of the joint outputs at the end (deg), moved from joint_start_deg by the time "
+                               "law (on a polyline over the whole motion); default: joint_start (held)"),
+    "joint_end_rad": Field("vector", unit="rad", doc="joint_end_deg in rad, instead of it"),
+}
+JOINT_OUTPUT_KEYS = tuple(_JOINT_OUTPUTS)
 SCHEMAS: dict[str, dict[str, Field]] = {
-    "line": {**_COMMON, **_TIMING, **_ORIENTATION,
+    "line": {**_COMMON, **_TIMING, **_ORIENTATION, **_JOINT_OUTPUTS,
              "start_mm": Field("vector", required=True, unit="mm", doc="tool position outputs at the start (mm)"),
              "end_mm": Field("vector", required=True, unit="mm", doc="tool position outputs at the end (mm)")},
-    "polyline": {**_COMMON,
+    "polyline": {**_COMMON, **_JOINT_OUTPUTS,
                  "points_mm": Field("matrix", required=True, unit="mm",
                                     doc="start, via points and end (mm), one row each"),
                  "durations": Field("number_or_vector", unit="s", doc="time of each segment (s), or one for all"),
@@ -94,7 +110,7 @@ SCHEMAS: dict[str, dict[str, Field]] = {
                  "blend": Field("number_or_vector", default=0.0, unit="s",
                                 doc="overlap of consecutive segments at each via point (s); 0 stops there"),
                  "orientations_deg": Field("matrix", unit="deg", doc="yaw/pitch/roll outputs at each point (deg)")},
-    "arc": {**_COMMON, **_TIMING, **_ORIENTATION,
+    "arc": {**_COMMON, **_TIMING, **_ORIENTATION, **_JOINT_OUTPUTS,
             "start_mm": Field("vector", required=True, unit="mm", doc="tool position at the start (mm)"),
             "center_mm": Field("vector", unit="mm", doc="centre of the circle (mm), with angle_deg"),
             "angle_deg": Field("float", unit="deg", doc="signed angle swept about the normal (deg)"),
@@ -119,6 +135,7 @@ SCHEMAS: dict[str, dict[str, Field]] = {
                   "synchronized": Field("bool", default=True,
                                         doc="every joint takes the longest joint's time (else each its own)")},
     "prefilter": {**{k: f for k, f in _COMMON.items() if k not in ("time_law", "time_law_shape")}, **_ORIENTATION,
+                  **_JOINT_OUTPUTS,
                   "raw": Field("str", required=True, choices=RAW_KINDS,
                                doc="raw move: a step at rest_before, or ptp (trapezoidal speed: piecewise-"
                                    "constant acceleration within the speed and acceleration limits)"),
@@ -150,11 +167,12 @@ SCHEMAS: dict[str, dict[str, Field]] = {
 # What each kind draws (``ffopt schema`` prints it with the kind's keys; tests require one per kind).
 KIND_DOCS = {
     "line": "straight tool line start_mm -> end_mm; tool angle outputs move orientation_start_deg -> "
-            "orientation_end_deg by the same time law",
+            "orientation_end_deg and joint outputs joint_start_deg -> joint_end_deg by the same time law",
     "polyline": "through via points: overlapping rest-to-rest moves p(t) = P0 + sum_i (P_i+1 - P_i) s((t - t_i) / "
-                "T_i); blend seconds of overlap round each corner, 0 stops at the via point",
+                "T_i); blend seconds of overlap round each corner, 0 stops at the via point; joint outputs move "
+                "joint_start_deg -> joint_end_deg by the time law over the whole motion (no stop at via points)",
     "arc": "circular arc, its angle driven by the time law: start_mm + center_mm + angle_deg (+ normal in 3-D), or "
-           "three points start_mm, via_mm, end_mm",
+           "three points start_mm, via_mm, end_mm; tool angle and joint outputs move by the same time law",
     "joint_ptp": "joint-space point-to-point move of the actuated joints (link side), mapped through the rigid "
                  "kinematics (passive joints at rest) to model.outputs, which may name the joints",
     "prefilter": "a raw move that is not smooth enough to invert (raw = step at rest_before, or ptp: synchronised "
@@ -168,8 +186,10 @@ KIND_DOCS = {
 class ReferenceSpec:
     """A validated [reference] table in SI units. ``params`` hold the kind's own values:
 
-    line: start, end (output order); polyline: points (n x n_out), durations, blends;
-    arc: center, start, angle, normal, extra_start, extra_end, position/extra output indices;
+    line: start, end (output order); polyline: points (n x n_out, joint outputs held at their start),
+    durations, blends, joint_start / joint_end (full output vectors, joint rows only: the whole-motion
+    move of the joint outputs); arc: center, start, angle, normal, extra_start, extra_end (orientation
+    then joint outputs), position/orientation/extra output indices;
     joint_ptp: q_start, q_end, durations (per actuated joint, after synchronisation).
     """
 
@@ -206,13 +226,18 @@ class _Outputs:
         self.ang = [i for i, o in enumerate(outputs) if o in ORIENTATION]
         self.joint = [i for i, o in enumerate(outputs) if o not in AXES and o not in ORIENTATION]
 
-    def assemble(self, pos_mm, ang_deg) -> np.ndarray:
-        """Full output vector (SI) from position (mm) and orientation (deg) parts."""
+    def assemble(self, pos_mm, ang_deg, joint_rad=None) -> np.ndarray:
+        """Full output vector (SI) from position (mm), orientation (deg) and joint (rad) parts."""
         y = np.zeros(len(self.names))
         y[self.pos] = np.asarray(pos_mm, float) / 1000.0
         if self.ang:
             y[self.ang] = np.radians(ang_deg)
+        if self.joint:
+            y[self.joint] = joint_rad
         return y
+
+    def joint_names(self) -> str:
+        return ", ".join(self.names[i] for i in self.joint)
 
 
 def parse_reference(v: Validator, raw: dict, outputs, chain: Chain) -> ReferenceSpec:
@@ -224,6 +249,9 @@ def parse_reference(v: Validator, raw: dict, outputs, chain: Chain) -> Reference
     schema = SCHEMAS[kind]
     for key in raw:
         owners = [k for k, s in SCHEMAS.items() if key in s and key not in schema]
+        if key in JOINT_OUTPUT_KEYS and owners:
+            v.fail(f"reference.{key}", f"is a key of the tool paths ({' / '.join(owners)}), not of kind '{kind}': a "
+                   "joint move sets every actuated joint, the joint outputs included, by q_start_deg / q_end_deg")
         if owners and key not in schema:
             close = difflib.get_close_matches(key, list(schema), n=1)
             hint = f" (did you mean '{close[0]}'?)" if close else ""
@@ -256,9 +284,9 @@ def parse_reference(v: Validator, raw: dict, outputs, chain: Chain) -> Reference
 
 # ------------------------------------------------------------------------------------- kinds
 def _cartesian(v, kind: str, out: _Outputs, min_pos: int = 1):
-    if out.joint:
-        v.fail("reference.kind", f"a '{kind}' path moves the tool, but model.outputs names joints "
-               f"({', '.join(out.names[i] for i in out.joint)}): use kind = \"joint_ptp\" for a joint move")
+    if out.joint and not out.pos:
+        v.fail("reference.kind", f"a '{kind}' path moves the tool, but model.outputs names only joints "
+               f"({out.joint_names()}): use kind = \"joint_ptp\" for a joint move")
     if len(out.pos) < min_pos:
         v.fail("reference.kind", f"a '{kind}' path needs at least {min_pos} tool position outputs (x, y, z) in "
                f"model.outputs, got {out.names}")
@@ -285,6 +313,39 @@ def _orientation_pair(v, r, out: _Outputs):
     return (_point(v, r, k, len(out.ang), f"orientation output ({names})") for k in keys)
 
 
+def _joint_outputs(v, r, out: _Outputs, chain: Chain) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """Start and end angles (rad) of the joint outputs: joint_start_* required, joint_end_* default held."""
+    if not out.joint:
+        for k in JOINT_OUTPUT_KEYS:
+            if r[k] is not None:
+                v.fail(f"reference.{k}", f"model.outputs names no joint ({', '.join(out.names)}): "
+                       "joint_start_deg / joint_end_deg give the angles of joint outputs")
+        return None, None
+    what = f"joint output, in model.outputs order: {out.joint_names()}"
+    q0 = _angle_pair(v, r, "joint_start", len(out.joint), what, required=False)
+    if q0 is None:
+        v.fail("reference.joint_start_deg", f"missing: model.outputs names joints ({out.joint_names()}); give their "
+               "angles at the start, joint_start_deg (or joint_start_rad), and joint_end_deg to move them (default: "
+               "held at the start)")
+    q1 = _angle_pair(v, r, "joint_end", len(out.joint), what, required=False)
+    _check_joint_output_limits(v, r, out, chain, "joint_start", q0)
+    if q1 is None:
+        return q0, q0.copy()
+    _check_joint_output_limits(v, r, out, chain, "joint_end", q1)
+    return q0, q1
+
+
+def _check_joint_output_limits(v, r, out: _Outputs, chain: Chain, base: str, q: np.ndarray):
+    """A joint output's given angle lies within its joint's position limits (a URDF's <limit>)."""
+    joints = {j.name: j for j in chain.joints}
+    key = f"{base}_deg" if r[f"{base}_deg"] is not None else f"{base}_rad"
+    for value, i in zip(q, out.joint):
+        joint = joints.get(out.names[i])
+        if joint is not None and not joint.q_min - 1e-9 <= value <= joint.q_max + 1e-9:
+            v.fail(f"reference.{key}", f"{out.names[i]} = {math.degrees(value):.4g} deg is outside its limits "
+                   f"[{math.degrees(joint.q_min):.4g}, {math.degrees(joint.q_max):.4g}] deg (the URDF's <limit>)")
+
+
 def _duration(v, r, law, length_m: float) -> float:
     if r["duration"] is not None and r["speed_mm_s"] is not None:
         v.fail("reference.speed_mm_s", "give either duration or speed_mm_s, not both")
@@ -301,8 +362,9 @@ def _line(v, r, out, law, chain):
     _cartesian(v, "line", out)
     p0, p1 = (_point(v, r, k, len(out.pos)) for k in ("start_mm", "end_mm"))
     a0, a1 = _orientation_pair(v, r, out)
+    q0, q1 = _joint_outputs(v, r, out, chain)
     d = _duration(v, r, law, np.linalg.norm(p1 - p0) / 1000.0)
-    return d, {"start": out.assemble(p0, a0), "end": out.assemble(p1, a1)}, None
+    return d, {"start": out.assemble(p0, a0, q0), "end": out.assemble(p1, a1, q1)}, None
 
 
 def _polyline(v, r, out, law, chain):
@@ -322,7 +384,8 @@ def _polyline(v, r, out, law, chain):
         if angs.shape != (pts.shape[0], len(out.ang)):
             v.fail("reference.orientations_deg", f"expected {pts.shape[0]} rows (one per point) of {len(out.ang)} "
                    f"values, got {angs.shape[0]} x {angs.shape[1]}")
-    P = np.array([out.assemble(pts[i], None if angs is None else angs[i]) for i in range(pts.shape[0])])
+    q0, q1 = _joint_outputs(v, r, out, chain)  # held at q0 in the points; build adds the whole-motion move to q1
+    P = np.array([out.assemble(pts[i], None if angs is None else angs[i], q0) for i in range(pts.shape[0])])
     lengths = np.linalg.norm(np.diff(pts, axis=0), axis=1) / 1000.0
     T = _segment_durations(v, r, law, lengths)
     blends = np.asarray(r["blend"], float)
@@ -333,7 +396,11 @@ def _polyline(v, r, out, law, chain):
     if np.any(blends < 0):
         v.fail("reference.blend", "must be >= 0")
     check_blends(T, blends)
-    return float(T.sum() - blends.sum()), {"points": P, "durations": T, "blends": blends}, None
+    params = {"points": P, "durations": T, "blends": blends}
+    if out.joint:
+        params.update(joint_start=out.assemble(np.zeros(len(out.pos)), np.zeros(len(out.ang)), q0),
+                      joint_end=out.assemble(np.zeros(len(out.pos)), np.zeros(len(out.ang)), q1))
+    return float(T.sum() - blends.sum()), params, None
 
 
 def _segment_durations(v, r, law, lengths: np.ndarray) -> np.ndarray:
@@ -384,10 +451,12 @@ def _arc(v, r, out, law, chain):
             v.fail("reference.angle_deg", "must not be 0")
     _, _, radius = arc_frame(centre, p0, normal)
     a0, a1 = _orientation_pair(v, r, out)
+    q0, q1 = _joint_outputs(v, r, out, chain)
     d = _duration(v, r, law, radius * abs(angle))
+    extra = [np.concatenate([[] if a is None else np.radians(a), [] if q is None else q]) for a, q in ((a0, q0), (a1, q1))]
     params = {"center": centre, "start": p0, "angle": angle, "normal": normal, "pos": out.pos, "ang": out.ang,
-              "extra_start": None if a0 is None else np.radians(a0),
-              "extra_end": None if a1 is None else np.radians(a1)}
+              "extra": out.ang + out.joint,  # the rows after the position: orientation, then joint outputs
+              "extra_start": extra[0] if extra[0].size else None, "extra_end": extra[1] if extra[1].size else None}
     return d, params, None
 
 
@@ -471,7 +540,7 @@ def _prefilter(v, r, out, law, chain):
     if joint_keys:
         start, end, dist, limits, guess = _prefilter_joints(v, r, out, chain)
     else:
-        start, end, dist, limits, guess = _prefilter_line(v, r, out)
+        start, end, dist, limits, guess = _prefilter_line(v, r, out, chain)
     if r["raw"] == "step":
         profile = step_profile(r["rest_before"])
     else:
@@ -513,19 +582,22 @@ def _prefilter_joints(v, r, out, chain):
                 v.fail(f"reference.{base}_*", f"must be > 0, got {lim.tolist()}")
     _refuse(v, r, ("speed_max_mm_s", "acceleration_max_mm_s2"), "limit a tool line (start_mm, end_mm); a joint "
             "move takes speed_max_deg_s and acceleration_max_deg_s2")
+    _refuse(v, r, JOINT_OUTPUT_KEYS, "go with a tool line (start_mm, end_mm); a joint move sets every actuated "
+            "joint, the joint outputs included, by q_start_deg / q_end_deg")
     _refuse_step_limits(v, r)
     guess = np.zeros(chain.n_joints)
     guess[act] = q0
     return q0, q1, np.abs(q1 - q0), limits, guess
 
 
-def _prefilter_line(v, r, out):
+def _prefilter_line(v, r, out, chain):
     _cartesian(v, "prefilter", out)
     for k in ("start_mm", "end_mm"):
         if r[k] is None:
             v.fail(f"reference.{k}", "missing: a prefiltered tool line needs start_mm and end_mm")
     p0, p1 = (_point(v, r, k, len(out.pos)) for k in ("start_mm", "end_mm"))
     a0, a1 = _orientation_pair(v, r, out)
+    q0, q1 = _joint_outputs(v, r, out, chain)
     length = float(np.linalg.norm(p1 - p0)) / 1000.0
     if length == 0.0:
         v.fail("reference.end_mm", "equals start_mm: the tool does not move")
@@ -539,7 +611,7 @@ def _prefilter_line(v, r, out):
                        "acceleration_max_mm_s2")
         limits = (r["speed_max_mm_s"] / 1000.0, r["acceleration_max_mm_s2"] / 1000.0)
     _refuse_step_limits(v, r)
-    return out.assemble(p0, a0), out.assemble(p1, a1), length, limits, None
+    return out.assemble(p0, a0, q0), out.assemble(p1, a1, q1), length, limits, None
 
 
 def _refuse(v, r, keys, why: str):

@@ -1,6 +1,7 @@
 """A Reference from a validated problem-file spec (``ffopt.io.reference_spec.ReferenceSpec``) and the model.
 
-Cartesian kinds (line, polyline, arc) are built in output space; a joint move is built in joint
+Cartesian kinds (line, polyline, arc) are built in output space, joint outputs among them (a
+redundant arm's elbow: on a polyline moved over the whole motion, ``whole_motion_move``); a joint move is built in joint
 space and mapped through the rigid forward kinematics of the model's outputs (passive joints at
 rest), so its outputs may be joint angles, tool coordinates or tool angles alike.
 """
@@ -12,7 +13,7 @@ import numpy as np
 
 from ffopt.models.chain import Chain
 from ffopt.models.flexible import ORIENTATION, FlexibleModel
-from ffopt.reference.paths import arc, joint_ptp, line, polyline
+from ffopt.reference.paths import arc, joint_ptp, line, polyline, whole_motion_move
 from ffopt.reference.prefilter import Butterworth, filtered_reference_expression
 from ffopt.reference.reference import Reference
 
@@ -40,11 +41,14 @@ def reference_from_spec(spec, model: FlexibleModel, law=None) -> Reference:
     if spec.kind == "line":
         return line(p["start"], p["end"], spec.duration, names=names, **common)
     if spec.kind == "polyline":
-        return polyline(p["points"], p["durations"], p["blends"], names=names, **common)
+        ref = polyline(p["points"], p["durations"], p["blends"], names=names, **common)
+        if "joint_start" not in p:
+            return ref
+        return whole_motion_move(ref, p["joint_end"] - p["joint_start"], common["time_law"])  # the joint outputs
     if spec.kind == "arc":
         ref = arc(p["center"], p["start"], p["angle"], spec.duration, p["normal"], extra_start=p["extra_start"],
                   extra_end=p["extra_end"], **common)
-        return ref.select(np.argsort(p["pos"] + p["ang"]), names)  # rows back into output order
+        return ref.select(np.argsort(p["pos"] + p.get("extra", p["ang"])), names)  # rows back into output order
     if spec.kind == "joint_ptp":
         act = [model.chain.joints[i].name for i in model.layout.actuated]
         ref = joint_ptp(p["q_start"], p["q_end"], p["durations"], rigid_forward_kinematics(model), names=names,

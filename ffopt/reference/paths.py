@@ -5,6 +5,8 @@ time law and S(t; t0, T) = s(clamp((t - t0) / T, 0, 1)) one rest-to-rest move on
 
     line:       theta(t) = start + (end - start) S(t; rest_before, duration)
     polyline:   theta(t) = P_0 + sum_i (P_i+1 - P_i) S(t; t_i, T_i),  t_i+1 = t_i + T_i - blend_i
+                (+ delta S(t; t_motion_start, t_motion_end - t_motion_start): ``whole_motion_move``, the
+                joint outputs of a redundant arm that do not stop at the via points)
                 (overlapping rest-to-rest moves: as smooth as s everywhere; with blend_i = 0 the
                 path stops exactly at P_i+1, with blend_i > 0 it rounds the corner near P_i+1)
     arc:        theta(t) = C + cos(phi(t)) u + sin(phi(t)) (n x u),  phi(t) = angle S(t; rest_before, duration)
@@ -29,7 +31,7 @@ from ffopt.reference.reference import Reference, _apply
 from ffopt.reference.time_laws import TimeLaw, get_time_law
 
 __all__ = ["line", "polyline", "arc", "circle_through", "arc_frame", "check_blends", "joint_ptp", "time_law_peak",
-           "duration_for_speed", "duration_for_limits"]
+           "duration_for_speed", "duration_for_limits", "whole_motion_move"]
 
 
 def _real(value, field: str) -> float:
@@ -203,6 +205,17 @@ def polyline(
     edges = sorted({float(x) for x in np.concatenate([starts, starts + T])})
     return Reference(t, motion, t_motion_start=rb, t_motion_end=t1, t_end=t1 + ra, names=nm,
                      time_law=law.name, breakpoints=edges)
+
+
+def whole_motion_move(ref: Reference, delta, time_law: str | TimeLaw = "poly11") -> Reference:
+    """``ref`` plus ``delta`` (one entry per output, 0 for outputs that follow ``ref``) moved by one
+    rest-to-rest move S(t; t_motion_start, duration) over its whole motion: as smooth as the law."""
+    d = _vector(delta, "reference.delta")
+    if d.size != ref.n_out:
+        raise ProblemError(f"reference.delta must have {ref.n_out} entries (one per output), got {d.size}")
+    law = get_time_law(time_law)
+    s = law.expression((ref.t - ref.t_motion_start) / ref.duration)  # the Reference clamps t to the motion
+    return ref.with_motion(ref.motion + ca.DM(d) * s)
 
 
 def check_blends(durations: np.ndarray, blends: np.ndarray) -> None:

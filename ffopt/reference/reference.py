@@ -233,6 +233,19 @@ class Reference:
             raise ProblemError("this reference has no joint path (it was not built by joint_ptp)")
         return self.joint.function(order)
 
+    @property
+    def motion(self) -> ca.SX:
+        """The unclamped motion expression m(t) of the symbol ``self.t``."""
+        return self._motion
+
+    def with_motion(self, motion: ca.SX) -> "Reference":
+        """A reference with another motion expression of ``self.t`` (same outputs, time line, joint and tool paths)."""
+        ref = Reference(self._t, motion, t_motion_start=self.t_motion_start, t_motion_end=self.t_motion_end,
+                        t_end=self.t_end, names=self.names, joint=self.joint, time_law=self.time_law,
+                        breakpoints=self.breakpoints)
+        ref.tool_path = self.tool_path
+        return ref
+
     def select(self, rows: Sequence[int], names: Sequence[str]) -> "Reference":
         """The outputs ``rows`` of this reference (in that order) under new ``names``; same time line."""
         rows = [int(i) for i in rows]

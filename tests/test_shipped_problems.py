@@ -54,6 +54,7 @@ DEFAULT = {
     "manutec_r3_step": (0.0338, "verified"),
     "panda_joint_ptp": (0.000351, "verified"),
     "panda_line": (0.000302, "verified"),
+    "panda_line_elbow": (0.000297, "verified"),  # measured 2026-11-27 by ffopt.plan(problem) (added after the table)
     "two_link_elastic": (0.000369, "verified"),
     "ur5_joint_ptp": (0.00035, "verified"),
     "ur5_line": (0.000421, "verified"),
@@ -80,6 +81,7 @@ NLP = {
     "manutec_r3_step": (0.0106, "verified"),
     "panda_joint_ptp": (5.33e-05, "verified"),
     "panda_line": (4.96e-05, "verified"),
+    "panda_line_elbow": (4.9e-05, "verified"),
     "two_link_elastic": (6.17e-05, "verified"),
     "ur5_joint_ptp": (5.42e-05, "verified"),
     "ur5_line": (6.98e-05, "verified"),

@@ -46,10 +46,7 @@ Conventions:
 from __future__ import annotations
 
 import hashlib
-import os
-import shutil
 import subprocess
-import tempfile
 import threading
 import time
 import warnings
@@ -61,6 +58,9 @@ from pathlib import Path
 import casadi as ca
 import numpy as np
 
+from ffopt.codegen import CFLAGS as _CFLAGS, CFLAGS_QUICK as _CFLAGS_QUICK, COMPILE_MODES, compile_mode  # noqa: F401
+from ffopt.codegen import build_in_background as _build_in_background, cache_dir as _cache_dir
+from ffopt.codegen import compile_library as _compile_to, compiler as _compiler
 from ffopt.errors import SolverError
 
 BDF_ALPHA: dict[int, np.ndarray] = {
@@ -72,13 +72,8 @@ BDF_ALPHA: dict[int, np.ndarray] = {
     6: np.array([147 / 60, -6.0, 15 / 2, -20 / 3, 15 / 4, -6 / 5, 1 / 6]),
 }
 
-_CFLAGS = ("-O2", "-shared", "-fPIC")
-# Tiered compilation (FFOPT_COMPILE=tiered, the default): gcc -O0 builds the step in a fraction of -O2's time
-# (UR5, 6 axes: 1.9 s of gcc CPU against 14.7 s; the loop then runs 2.8x slower, 0.32 s against 0.11 s), so
-# a first plan compiles -O0 and runs at once, and -O2 is built in a detached background process into the
-# same cache for the next plan. FFOPT_COMPILE=sync: -O2 before the first solve; quick: -O0 only.
-_CFLAGS_QUICK = ("-O0", "-shared", "-fPIC")
-COMPILE_MODES = ("tiered", "sync", "quick")
+# Tiered compilation (ffopt.codegen): UR5, 6 axes: gcc -O0 1.9 s of CPU against -O2's 14.7 s; the loop then
+# runs 2.8x slower, 0.32 s against 0.11 s.
 _BACKWARD_ERROR_TOL = 1e-14  # residual relative to its row's terms: ~50 x machine epsilon
 FLUSH_RELATIVE = 1e-100  # Newton-matrix entries this small relative to their row are zeroed (_flush_tiny)
 _MEMORY_CACHE: OrderedDict[str, "_BdfFunctions"] = OrderedDict()
@@ -515,27 +510,8 @@ def _flush_tiny(J):
 # --- compilation and disk cache --------------------------------------------------------------
 
 
-def _compiler() -> str:
-    return os.environ.get("CC", "gcc")
-
-
-def _cache_dir(cache_dir) -> Path:
-    if cache_dir is not None:
-        return Path(cache_dir)
-    env = os.environ.get("FFOPT_CACHE_DIR")
-    return Path(env) if env else Path.home() / ".cache" / "ffopt"
-
-
 def _so_path(key: str, cache_dir, quick: bool = False) -> Path:
     return _cache_dir(cache_dir) / f"bdf_{key[:32]}{'_O0' if quick else ''}.so"
-
-
-def compile_mode() -> str:
-    """FFOPT_COMPILE: tiered (default), sync or quick (see _CFLAGS_QUICK)."""
-    mode = os.environ.get("FFOPT_COMPILE", "tiered")
-    if mode not in COMPILE_MODES:
-        raise ValueError(f"FFOPT_COMPILE must be one of {', '.join(COMPILE_MODES)}, got {mode!r}")
-    return mode
 
 
 def _load_compiled(key: str, cache_dir) -> _BdfFunctions | None:
@@ -579,53 +555,6 @@ def _compiled(funcs: _BdfFunctions, key: str, cache_dir) -> _BdfFunctions:
         )
         return funcs
     return _BdfFunctions(step=step, post=post, compiled=True, level="O0" if quick else "O2", driver=driver)
-
-
-def _build_in_background(c_file: Path, so_path: Path) -> None:
-    """Compile ``c_file`` with -O2 into ``so_path`` in a detached process (atomic rename when done; the
-    source is removed after). One build per library at a time (a marker file, stale after 15 min)."""
-    import shlex
-
-    marker = so_path.with_suffix(".building")
-    if so_path.exists() or (marker.exists() and time.time() - marker.stat().st_mtime < 900):
-        return
-    marker.touch()
-    tmp = so_path.parent / f".tmp_bdf_{os.getpid()}_{time.monotonic_ns()}.so"
-    q = shlex.quote
-    cmd = " ".join([q(shutil.which(_compiler()) or _compiler()), *_CFLAGS, "-o", q(str(tmp)), q(str(c_file)), "-lm"])
-    script = f"{cmd} && mv -f {q(str(tmp))} {q(str(so_path))}; rm -f {q(str(tmp))} {q(str(marker))} {q(str(c_file))}"
-    subprocess.Popen(["sh", "-c", script], start_new_session=True, stdin=subprocess.DEVNULL,
-                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-
-def _compile_to(functions, so_path: Path, extra_source: str = "", flags=_CFLAGS, keep_source: Path | None = None) -> None:
-    """Generate C code for ``functions`` (plus ``extra_source``, C that calls them) and compile them
-    into one library ``so_path`` atomically; ``keep_source``: also keep the C file there (for a later build)."""
-    cc = shutil.which(_compiler())
-    if cc is None:
-        raise OSError(f"C compiler {_compiler()!r} not found")
-    so_path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory() as tmp:
-        gen = ca.CodeGenerator(f"{functions[0].name()}.c", {"with_header": False})
-        for f in functions:
-            gen.add(f)
-        c_file = gen.generate(tmp + os.sep)
-        if extra_source:
-            with open(c_file, "a") as f:
-                f.write(extra_source)
-        if keep_source is not None:
-            shutil.copyfile(c_file, keep_source)
-        fd, tmp_so = tempfile.mkstemp(dir=so_path.parent, prefix=".tmp_bdf_", suffix=".so")
-        os.close(fd)
-        try:
-            cmd = [cc, *flags, "-o", tmp_so, c_file, "-lm"]
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-            if proc.returncode != 0:
-                raise OSError(f"{' '.join(cmd)}: {proc.stderr.strip()}")
-            os.replace(tmp_so, so_path)
-        finally:
-            if os.path.exists(tmp_so):
-                os.remove(tmp_so)
 
 
 # The stepping loop in C: n_steps calls of the generated step function, the history carried from

@@ -143,7 +143,7 @@ def _compiled(step: ca.Function) -> ca.Function:
     import hashlib
     import warnings
 
-    from ffopt.dae.bdf import _cache_dir, _compile_to
+    from ffopt.codegen import cache_dir as _cache_dir, compile_library as _compile_to
 
     key = hashlib.sha256(("km-1" + ca.__version__ + step.serialize()).encode()).hexdigest()[:32]
     so_path = _cache_dir(None) / f"km_{key}.so"

@@ -1,5 +1,6 @@
 """What a plan folder gives other tools: trajectory.npz and trajectory.mat (read back against the CSV),
-the HTML report (self-contained, every plot embedded) and the animated GIF of the arm."""
+the HTML report (self-contained, every plot embedded) and the animated GIF of the arm (its elastic
+deflection exaggerated on request)."""
 
 from __future__ import annotations
 
@@ -116,3 +117,48 @@ def test_animate_writes_a_gif_and_finds_the_robot(e12_folder, tmp_path, capsys):
     assert main(["animate", str(bare), "--problem", str(E12), "--fps", "1"]) == 0
     wrong = main(["animate", str(bare), "--problem", str(E1)])
     assert wrong == 2 and "plan's joints (q1, q2, q3, the q_<joint> columns of trajectory.csv) are not the robot's (q1, q2)" in capsys.readouterr().err
+
+
+def _link_directions(pts: np.ndarray) -> np.ndarray:
+    """E12's drawn absolute link angles from the drawn points alone: a body x axis turned by theta about +y
+    points to (cos theta, 0, -sin theta); points: base, joints 1-3, tool."""
+    seg = np.diff(pts[:, 1:, :], axis=1)  # joint 1 -> 2, 2 -> 3, 3 -> tool
+    return np.unwrap(np.arctan2(-seg[..., 2], seg[..., 0]), axis=0)
+
+
+def test_animate_exaggerates_the_elastic_deflection_by_its_factor(e12_folder, monkeypatch, capsys):
+    """The frames drawn with --exaggerate 50 (few frames): each link's drawn angle relative to the one before
+    it is qm + 50 (q - qm) for the elastic gears q1, q2 and 50 q3 for the passive joint q3, read from the
+    drawn points against the CSV's q_ and qm_ columns."""
+    import ffopt.report.animation as animation
+
+    drawn = []
+    spy = animation.arm_points
+    monkeypatch.setattr(animation, "arm_points", lambda chain, q: drawn.append(spy(chain, q)) or drawn[-1])
+    assert main(["animate", str(e12_folder), "--fps", "1", "--speed", "0.5", "--exaggerate", "50"]) == 0
+    assert "elastic deflection drawn x50" in capsys.readouterr().err
+    pts = drawn[0]
+    data = ffopt.load_plan(e12_folder).data
+    t = data["t"]
+    n = pts.shape[0]
+    assert n == int(np.ceil((t[-1] - t[0]) / 0.5)) + 1  # few frames: 0.82 s at 2 frames per plan second
+    at = lambda name: np.interp(np.linspace(t[0], t[-1], n), t, data[name])  # noqa: E731
+    relative = np.diff(np.column_stack([np.zeros(n), _link_directions(pts)]), axis=1)
+    expected = np.column_stack([at("qm_q1") + 50 * (at("q_q1") - at("qm_q1")),
+                                at("qm_q2") + 50 * (at("q_q2") - at("qm_q2")), 50 * at("q_q3")])
+    assert np.abs((relative - expected + np.pi) % (2 * np.pi) - np.pi).max() < 1e-9
+    # the deflection is what changed: factor 1 draws the planned angles
+    drawn.clear()
+    assert main(["animate", str(e12_folder), "--fps", "1", "--speed", "0.5"]) == 0
+    planned = np.diff(np.column_stack([np.zeros(n), _link_directions(drawn[0])]), axis=1)
+    wrap = lambda x: (x + np.pi) % (2 * np.pi) - np.pi  # noqa: E731
+    assert np.abs(wrap(planned - np.column_stack([at("q_q1"), at("q_q2"), at("q_q3")]))).max() < 1e-9
+    assert np.abs(wrap(relative - planned)).max() > 0.1  # the two drawings differ
+
+
+def test_animate_reports_every_stage(e12_folder, capsys):
+    assert main(["animate", str(e12_folder), "--fps", "2"]) == 0
+    err = capsys.readouterr().err
+    for stage in ("reading the robot of the plan", "the arm's kinematics at", "drawing the axes",
+                  "writing animation.gif"):
+        assert stage in err, err

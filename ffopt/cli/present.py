@@ -39,13 +39,17 @@ def add_parsers(subparsers, epilog: str = ""):
     a = subparsers.add_parser(
         "animate", epilog=epilog, help="write an animated GIF of the arm moving along the path",
         description="Write DIR/animation.gif: the arm drawn from the plan's joint angles through the robot's "
-                    "kinematics, with the reference path. The robot is read from DIR/problem.toml (written by "
+                    "kinematics (a URDF arm through its links' frames), with the reference path; --exaggerate "
+                    "draws the elastic deflections larger. The robot is read from DIR/problem.toml (written by "
                     "ffopt plan), else from the problem file summary.json names, else give --problem.")
     a.add_argument("folder", metavar="DIR", help="a plan folder (ffopt plan --out DIR)")
     a.add_argument("--problem", metavar="FILE", help="the problem file of the plan (when DIR has no problem.toml)")
     a.add_argument("--fps", type=positive_int, default=20, help="frames per second (default 20)")
     a.add_argument("--speed", type=positive_float, metavar="X",
                    help="playback speed, 1 = real time (default: slowed so the GIF lasts about 5 s)")
+    a.add_argument("--exaggerate", type=positive_float, default=1.0, metavar="F",
+                   help="draw the elastic deflections F times larger: an elastic gear at qm + F (q - qm) (motor "
+                        "angle plus F times the gear's deflection), a passive joint at F q (default 1: as planned)")
     a.set_defaults(func=run_animate)
 
 
@@ -74,5 +78,6 @@ def run_animate(args) -> int:
 
     say = progress_printer(getattr(args, "quiet", False))
     say(f"drawing the animation of {args.folder}")
-    print(write_animation(args.folder, args.problem, fps=args.fps, speed=args.speed, progress=say))
+    print(write_animation(args.folder, args.problem, fps=args.fps, speed=args.speed, progress=say,
+                          exaggerate=args.exaggerate))
     return 0

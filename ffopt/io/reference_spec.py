@@ -87,9 +87,9 @@ _ORIENTATION = {
 }
 _JOINT_OUTPUTS = {
     "joint_start_deg": Field("vector", unit="deg",
-                             doc="angles of the joint outputs at the start (deg), one per joint named in model.outputs, "
-                                 "in that order (e.g. a redundant arm's elbow next to the tool axes); required when "
-                                 "model.outputs names joints"),
+                             doc="angles of the joint outputs at the start (deg), one per joint named in "
+                                 "model.outputs, in that order (e.g. a redundant arm's elbow next to the tool axes); "
+                                 "required when model.outputs names joints"),
     "joint_start_rad": Field("vector", unit="rad", doc="joint_start_deg in rad, instead of it"),
     "joint_end_deg": Field("vector", unit="deg",
                            doc="angles of the joint outputs at the end (deg), moved from joint_start_deg by the time "
@@ -453,7 +453,8 @@ def _arc(v, r, out, law, chain):
     a0, a1 = _orientation_pair(v, r, out)
     q0, q1 = _joint_outputs(v, r, out, chain)
     d = _duration(v, r, law, radius * abs(angle))
-    extra = [np.concatenate([[] if a is None else np.radians(a), [] if q is None else q]) for a, q in ((a0, q0), (a1, q1))]
+    extra = [np.concatenate([[] if a is None else np.radians(a), [] if q is None else q])
+             for a, q in ((a0, q0), (a1, q1))]
     params = {"center": centre, "start": p0, "angle": angle, "normal": normal, "pos": out.pos, "ang": out.ang,
               "extra": out.ang + out.joint,  # the rows after the position: orientation, then joint outputs
               "extra_start": extra[0] if extra[0].size else None, "extra_end": extra[1] if extra[1].size else None}

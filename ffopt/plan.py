@@ -257,7 +257,7 @@ def _plan(problem, method, order, step, form, scaling_power, verify, compile, pr
         say("verifying: forward simulation open loop and with motor PD"
             + (", baselines, payload mismatch" if cases == "full" else ""))
         report = run_verification(model, reference, traj, problem.verification, guess, cases=cases,
-                                  hold=traj.stats.get("hold", "linear"), progress=say)
+                                  hold=traj.stats.get("hold", "linear"), progress=say, compile=compile)
         timings["verification"] = time.perf_counter() - tic
         _explain_ringing(report, method_choice.get("rest_to_rest"))
     settings = {"method": s.method, "order": s.order, "step_s": s.step, "form": s.form,

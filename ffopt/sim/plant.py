@@ -44,16 +44,19 @@ grid serves every controller).
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass, field
-
 import hashlib
+import subprocess
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import casadi as ca
 import numpy as np
 
 from ffopt import interrupt
 from ffopt.cache import per_model
+from ffopt.codegen import CFLAGS_QUICK, cache_dir, compile_library, compiler
 from ffopt.errors import VerificationError
 from ffopt.models.flexible import FlexibleModel
 
@@ -288,23 +291,112 @@ def _simulate_stepwise(model, t, x0, C, P, rtol, atol, loop="pd"):
     return X, None
 
 
-def plant_integrator(model: FlexibleModel, t: np.ndarray, rtol: float, atol: float, loop: str = "pd"
-                     ) -> ca.Function:
+def plant_integrator(model: FlexibleModel, t: np.ndarray, rtol: float, atol: float, loop: str = "pd",
+                     compile: bool = True) -> ca.Function:
     """The CVODES integrator of the driven plant with outputs on the grid t, built once per plant
-    model, grid, tolerances and loop structure (x0, interval controls and gains are its inputs)."""
+    model, grid, tolerances, loop structure and compilation (x0, interval controls and gains are its
+    inputs). ``compile``: the right-hand side and its Jacobian as compiled C (``compiled_plant``)."""
     grid = hashlib.sha256(np.ascontiguousarray(t, dtype=float).tobytes()).hexdigest()
-    key = ("cvodes", grid, float(rtol), float(atol)) + (() if loop == "pd" else (loop,))
-    return per_model(model, key, lambda: _integrator(model, t, rtol, atol, loop))
+    key = ("cvodes", grid, float(rtol), float(atol), bool(compile)) + (() if loop == "pd" else (loop,))
+    return per_model(model, key, lambda: _integrator(model, t, rtol, atol, loop, compile))
 
 
-def _integrator(model: FlexibleModel, t: np.ndarray, rtol: float, atol: float, loop: str = "pd") -> ca.Function:
+def _integrator(model: FlexibleModel, t: np.ndarray, rtol: float, atol: float, loop: str = "pd",
+                compile: bool = True) -> ca.Function:
+    dae = compiled_plant(model, loop, len(t)) if compile else None
+    if dae is None:  # CasADi's virtual machine evaluates the right-hand side and its Jacobian
+        x, c, p, tt, rhs = _closed_loop_ode(model, loop)
+        dae = {"x": x, "u": c, "p": p, "t": tt, "ode": rhs}
+    return ca.integrator("plant", "cvodes", dae, float(t[0]), [float(ti) for ti in t[1:]],
+                         _integrator_options(rtol, atol))
+
+
+# --------------------------------------------------------------------------- compiled plant
+# CVODES spends its time in the plant's right-hand side and its Jacobian (Manutec r3, 1707 rows: 27.6k steps,
+# 38k right-hand sides at 10 us and 9.5k Jacobians at 95 us in CasADi's virtual machine: 1.4 s of 1.4 s). Both
+# are generated as C (ffopt.codegen, cached on disk) and given to CVODES as an external DAE function
+# (t, x, z, p, u) -> (ode, alg, quad, zero) with its Jacobian "jac_<name>" in the same library, where CasADi's
+# External looks for it. The numbers are those of the virtual machine to the last bit (the same expressions).
+# Measured on the r3 (2026-11-27): a 1707-row case takes 1.40 s in the virtual machine, 0.33 s compiled with
+# gcc -O0 and 0.25 s with -O2, but -O2 costs 15 s of gcc against 0.8 s: the plant is built with -O0 only.
+# gcc -O0 costs ~25 us per instruction of the generated code, the virtual machine ~27 ns per instruction and
+# table row: compiling pays from ~1000 simulated rows (a verification simulates >= 2 cases), so a grid of
+# fewer rows than COMPILE_MIN_ROWS runs in the virtual machine unless the library is already built.
+_PLANT_CODE_VERSION = "plant-1"
+COMPILE_MIN_ROWS = 500
+_COMPILED: dict[str, ca.Function] = {}  # key -> loaded external
+_COMPILE_FAILED: set[str] = set()
+
+
+def compiled_plant(model: FlexibleModel, loop: str = "pd", n_rows: int | None = None) -> ca.Function | None:
+    """The driven plant's DAE function for CVODES as compiled C, or None: not worth compiling for a grid of
+    ``n_rows`` (< COMPILE_MIN_ROWS and not built yet), or it cannot be compiled (a warning says why)."""
+    key, functions = per_model(model, ("plant_code", loop), lambda: _plant_functions(model, loop))
+    if key is None or key in _COMPILE_FAILED:
+        return None
+    if key in _COMPILED:
+        return _COMPILED[key]
+    so = _plant_so(key)
+    if not so.exists() and n_rows is not None and n_rows < COMPILE_MIN_ROWS:
+        return None
+    try:
+        if not so.exists():
+            compile_library(functions, so, flags=CFLAGS_QUICK)
+        ext = ca.external(functions[0].name(), str(so))
+    except (OSError, RuntimeError, AttributeError, subprocess.SubprocessError) as err:
+        _COMPILE_FAILED.add(key)
+        warnings.warn(f"compiling the plant for the verification failed ({str(err).strip().splitlines()[-1]}); "
+                      "the simulation runs in CasADi's virtual machine (slower, same numbers)", RuntimeWarning)
+        return None
+    _COMPILED[key] = ext
+    return ext
+
+
+def plant_needs_compiling(model: FlexibleModel, loop: str = "pd", n_rows: int | None = None) -> bool:
+    """Whether ``compiled_plant`` would compile now for a grid of ``n_rows`` (none of this plant in memory or
+    on disk yet)."""
+    if n_rows is not None and n_rows < COMPILE_MIN_ROWS:
+        return False
+    key, _ = per_model(model, ("plant_code", loop), lambda: _plant_functions(model, loop))
+    if key is None or key in _COMPILE_FAILED or key in _COMPILED:
+        return False
+    return not _plant_so(key).exists()
+
+
+def _plant_functions(model: FlexibleModel, loop: str) -> tuple[str | None, tuple[ca.Function, ca.Function]]:
+    """(hash key, (dae, jac_dae)) of the plant with ``loop``; the key None if it cannot be serialized.
+
+    The Jacobian function has the signature CasADi's External expects (inputs, then nominal outputs;
+    every output block) but only d ode / d x is computed: the other blocks are declared structurally zero,
+    which is all CVODES asks for (no sensitivities): not a function to differentiate otherwise."""
     x, c, p, tt, rhs = _closed_loop_ode(model, loop)
-    return ca.integrator("plant", "cvodes", {"x": x, "u": c, "p": p, "t": tt, "ode": rhs},
-                         float(t[0]), [float(ti) for ti in t[1:]], _integrator_options(rtol, atol))
+    z, none = ca.SX.sym("z", 0), ca.SX(0, 1)
+    ins, outs = [tt, x, z, p, c], [rhs, none, none, none]
+    probe = ca.Function("plant", ins, outs, ca.dyn_in(), ca.dyn_out())
+    try:
+        text = probe.serialize()
+    except RuntimeError:
+        return None, ()
+    settings = (_PLANT_CODE_VERSION, ca.__version__, compiler(), CFLAGS_QUICK, loop)
+    key = hashlib.sha256((repr(settings) + text).encode()).hexdigest()
+    name = f"plant_{key[:16]}"
+    dae = ca.Function(name, ins, outs, ca.dyn_in(), ca.dyn_out())
+    blocks = [ca.jacobian(rhs, x) if (o, i) == (0, 1) else ca.SX(outs[o].numel(), ins[i].numel())
+              for o in range(len(outs)) for i in range(len(ins))]
+    jac_names = [f"jac_{a}_{b}" for a in ca.dyn_out() for b in ca.dyn_in()]
+    nominal = [ca.SX.sym(f"out_{o}", e.sparsity()) for o, e in zip(ca.dyn_out(), outs)]
+    jac = ca.Function(f"jac_{name}", ins + nominal, blocks, ca.dyn_in() + [f"out_{o}" for o in ca.dyn_out()],
+                      jac_names)
+    return key, (dae, jac)
+
+
+def _plant_so(key: str) -> Path:
+    return cache_dir() / f"plant_{key[:32]}.so"
 
 
 def simulate(model: FlexibleModel, t, u, q0, v0=None, pd: MotorPD | StateFeedback | None = None,
-             rtol: float = 1e-9, atol: float = 1e-11, interpolation: str = "linear", z0=None) -> SimResult:
+             rtol: float = 1e-9, atol: float = 1e-11, interpolation: str = "linear", z0=None,
+             compile: bool = True) -> SimResult:
     """Simulate the plant on the grid t (n,) driven by u (n, N) given on that grid.
 
     q0, v0: initial coordinates and velocities (nq,), v0 = 0 by default (at rest). z0: initial drive
@@ -313,7 +405,9 @@ def simulate(model: FlexibleModel, t, u, q0, v0=None, pd: MotorPD | StateFeedbac
     (``StateFeedback``). interpolation: how u and the references are applied
     between grid points, "linear", "cubic" (spline) or "zoh" (u held over
     each interval; the references stay linear). Tolerances are those of CVODES (relative,
-    absolute on x = [q; v] in rad and rad/s). Raises VerificationError if the integration fails.
+    absolute on x = [q; v] in rad and rad/s). compile: the plant's right-hand side and Jacobian as
+    compiled C (cached on disk; the same numbers as CasADi's virtual machine, which runs without a C
+    compiler). Raises VerificationError if the integration fails.
     """
     L = model.layout
     nq, N = L.nq, L.n_u
@@ -358,7 +452,7 @@ def simulate(model: FlexibleModel, t, u, q0, v0=None, pd: MotorPD | StateFeedbac
     x0 = np.concatenate([q0, v0, z0])
 
     wall = time.perf_counter()
-    F = plant_integrator(model, t, rtol, atol, loop)
+    F = plant_integrator(model, t, rtol, atol, loop, compile)
     t_build = time.perf_counter() - wall
     method = "cvodes"
     error = None
@@ -391,7 +485,8 @@ def simulate(model: FlexibleModel, t, u, q0, v0=None, pd: MotorPD | StateFeedbac
     qa = q[:, : L.n_link].T
     y = np.array(model.output.map(n)(qa)).T
     tool = np.array(model.tool_position.map(n)(qa)).T
-    stats = {"integrator": method, "rtol": rtol, "atol": atol, "n_points": n, "interpolation": interpolation,
+    stats = {"integrator": method, "compiled": _is_compiled(F), "rtol": rtol, "atol": atol, "n_points": n,
+             "interpolation": interpolation,
              "time_build_s": t_build, "time_solve_s": t_solve}
     if error is not None:
         stats["first_attempt_error"] = error
@@ -400,6 +495,14 @@ def simulate(model: FlexibleModel, t, u, q0, v0=None, pd: MotorPD | StateFeedbac
     except Exception:  # stats layout differs between CasADi versions
         pass
     return SimResult(t=t, q=q, v=v, a=a, y=y, tool=tool, u_applied=u_applied, stats=stats, z=z, torque=torque)
+
+
+def _is_compiled(F: ca.Function) -> bool:
+    """Whether the integrator F evaluates a compiled plant."""
+    try:
+        return F.oracle().is_a("External")
+    except Exception:  # an older CasADi without Function.oracle
+        return False
 
 
 def steady_drive_states(model: FlexibleModel, q, v, u) -> np.ndarray:

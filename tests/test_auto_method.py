@@ -468,3 +468,26 @@ def test_a_bdf_failure_at_an_unstable_order_is_not_retried_at_that_order(monkeyp
         assert "; next: BDF-3, h = 1 ms, form I1" in lines[1] and "so BDF-3" in lines[1]
     else:
         assert ("cause" in first) == (zero_at_failure == 800.0)
+
+
+def test_panda_with_a_stiff_passive_joint_gets_its_bdf_order_from_the_zeros():
+    """The 7-axis arm of problems/panda_passive_joint.toml (URDF, joint 3 passive, 3e5 N m/rad): its zeros
+    -194 +- 1958j rad/s put h z = -0.19 +- 1.96j at h = 1 ms outside BDF-4..6's stability regions; auto takes
+    BDF-3 from the analysis (before this choice it tried BDF-6 in four forms, each compiled: 19 minutes).
+    Independent check: the roots of BDF-k's characteristic polynomial at h z, from the coefficients written
+    out here (Brenan, Campbell & Petzold), not from ffopt."""
+    from ffopt.auto_method import _analyse_report, bdf_order_choice
+
+    problem = ffopt.load_problem(ROOT / "problems" / "panda_passive_joint.toml")
+    info, minimum_phase, report = _analyse_report(problem)
+    assert minimum_phase
+    z = complex(*info["worst_zero"])
+    assert abs(z - complex(-193.5, 1958.0)) < 0.01 * abs(z)  # regression value measured on 2026-11-27
+    alphas = {3: [11 / 6, -3, 3 / 2, -1 / 3], 4: [25 / 12, -4, 3, -4 / 3, 1 / 4]}
+    hz = problem.solver.step * z
+    # BDF-k on y' = z y: sum_l alpha_l y_{i-l} = h z y_i, roots of (alpha_0 - h z) r^k + alpha_1 r^(k-1) + ...
+    largest = {k: max(abs(np.roots([a - (hz if i == 0 else 0) for i, a in enumerate(al)])))
+               for k, al in alphas.items()}
+    assert largest[4] > 1.05 and largest[3] < 1.0, largest  # BDF-4 grows on this zero, BDF-3 does not
+    choice = bdf_order_choice(problem, report)
+    assert choice.order == 3, choice

@@ -55,6 +55,7 @@ DEFAULT = {
     "panda_joint_ptp": (0.000351, "verified"),
     "panda_line": (0.000302, "verified"),
     "panda_line_elbow": (0.000297, "verified"),  # measured 2026-11-27 by ffopt.plan(problem) (added after the table)
+    "panda_passive_joint": (0.000308, "verified"),  # measured 2026-11-27 by ffopt.plan(problem): BDF-3 (auto)
     "two_link_elastic": (0.000369, "verified"),
     "ur5_joint_ptp": (0.00035, "verified"),
     "ur5_line": (0.000421, "verified"),
@@ -82,6 +83,7 @@ NLP = {
     "panda_joint_ptp": (5.33e-05, "verified"),
     "panda_line": (4.96e-05, "verified"),
     "panda_line_elbow": (4.9e-05, "verified"),
+    "panda_passive_joint": (4.97e-05, "verified"),
     "two_link_elastic": (6.17e-05, "verified"),
     "ur5_joint_ptp": (5.42e-05, "verified"),
     "ur5_line": (6.98e-05, "verified"),

@@ -46,6 +46,7 @@ class PlanResult:
             "peak_torque_Nm": np.abs(tr.torques).max(axis=0).tolist(),
             **drives,
             "reference": reference_summary(self.problem.reference),
+            **urdf_summary(self.problem, tr),
             "verification": None if self.verification is None else self.verification.to_dict(),
             "versions": versions(),
         }
@@ -131,6 +132,46 @@ class PlanResult:
         if self.verification is None:
             raise VerificationError(f"{what}: this plan was not verified (plan(..., verify=True) simulates it)")
         return self.verification
+
+
+def urdf_summary(problem: Problem, traj) -> dict:
+    """{"urdf": ...} for a URDF problem, else {}: the file, the chain from base_link to tip_link, each joint
+    with its kind and the URDF's limits (None: not given), the locked joints, and the effort limits the plan
+    exceeds (``effort_limits_exceeded``)."""
+    u = problem.urdf
+    if u is None:
+        return {}
+    kinds = {j.name: j.kind for j in problem.chain.joints}
+
+    def given(x: float):
+        return float(x) if np.isfinite(x) else None
+
+    joints = [{"name": j.name, "kind": kinds.get(j.name), "urdf_type": j.urdf_type, "lower_rad": given(j.q_min),
+               "upper_rad": given(j.q_max), "velocity_rad_s": given(j.velocity), "effort_Nm": given(j.effort)}
+              for j in u.joints]
+    if u.locked:  # a locked joint's value is an angle, or a prismatic joint's position
+        import xml.etree.ElementTree as ET
+
+        types = {j.get("name"): j.get("type") for j in ET.parse(u.path).getroot().iter("joint")}
+        joints += [{"name": name, "kind": "locked", "urdf_type": types.get(name),
+                    ("position_m" if types.get(name) == "prismatic" else "angle_rad"): float(x)}
+                   for name, x in u.locked.items()]
+    return {"urdf": {"file": str(u.path), "robot": u.robot, "base_link": u.base_link, "tip_link": u.tip_link,
+                     "joints": joints, "effort_limits_exceeded": effort_limits_exceeded(problem, traj)}}
+
+
+def effort_limits_exceeded(problem: Problem, traj) -> list[dict]:
+    """The actuated joints whose planned peak torque |u| (gear output, as nlp.torque_max bounds it) exceeds
+    the URDF's <limit effort>: joint, peak_Nm, t_s (of the peak), limit_Nm."""
+    limits = {} if problem.urdf is None else {j.name: j.effort for j in problem.urdf.joints}
+    found = []
+    for k, name in enumerate(traj.actuated_joints):
+        torque = np.abs(traj.torques[:, k])
+        i, limit = int(np.argmax(torque)), limits.get(name, np.inf)
+        if torque[i] > limit * (1 + 1e-6):  # IPOPT holds a bound to 1e-8 relative (bound_relax_factor)
+            found.append({"joint": name, "peak_Nm": float(torque[i]), "t_s": float(traj.t[i]),
+                          "limit_Nm": float(limit)})
+    return found
 
 
 def reference_summary(reference) -> dict:
@@ -227,7 +268,9 @@ def _plan(problem, method, order, step, form, scaling_power, verify, compile, pr
     from ffopt.sim.baselines import rigid_inverse_kinematics
 
     t_check = np.linspace(0.0, reference.t_end, 401)
-    check_joint_limits(problem.chain, t_check, rigid_inverse_kinematics(model, reference, t_check, guess))
+    qa_check = rigid_inverse_kinematics(model, reference, t_check, guess)
+    check_joint_limits(problem.chain, t_check, qa_check)
+    check_joint_speeds(problem, t_check, qa_check)
     timings["path_check"] = time.perf_counter() - tic
 
     tic = time.perf_counter()
@@ -247,6 +290,7 @@ def _plan(problem, method, order, step, form, scaling_power, verify, compile, pr
         timings["rest_to_rest"] = time.perf_counter() - tic
     _warn_unresolved_friction(problem, traj, say)
     _warn_inverse_singularity(problem, traj, say)
+    _warn_effort_limits(problem, traj, say)
 
     report = None
     cases = verification_cases(problem, verify)
@@ -287,6 +331,26 @@ def check_joint_limits(chain, t: np.ndarray, qa: np.ndarray) -> None:
                             f"(rigid inverse kinematics), outside its limits [{np.degrees(joint.q_min):.2f}, "
                             f"{np.degrees(joint.q_max):.2f}] deg (the URDF's <limit>): move the path, give "
                             "reference.joint_guess for another branch, or lock the joint elsewhere")
+
+
+def check_joint_speeds(problem: Problem, t: np.ndarray, qa: np.ndarray) -> None:
+    """PathError where the rigid path moves a joint faster than its velocity limit (a URDF's <limit velocity>);
+    the link speeds from the rigid inverse kinematics (``rigid_joint_speeds``), the peak named."""
+    chain = problem.chain
+    limits = {} if problem.urdf is None else {j.name: j.velocity for j in problem.urdf.joints}
+    if qa.shape[1] != len(chain.joints) or not any(np.isfinite(v) for v in limits.values()):
+        return
+    from ffopt.sim.baselines import rigid_joint_speeds
+
+    speed = np.abs(rigid_joint_speeds(problem.model, problem.reference, t, qa))
+    for i, joint in enumerate(chain.joints):
+        limit = limits.get(joint.name, np.inf)
+        if np.isfinite(limit) and speed[:, i].max() > limit * (1 + 1e-9):
+            k = int(np.argmax(speed[:, i]))
+            raise PathError(f"joint {joint.name}: the path needs {speed[k, i]:.4g} rad/s at t = {t[k]:.4g} s "
+                            f"(rigid inverse kinematics), above its velocity limit {limit:.4g} rad/s (the URDF's "
+                            "<limit velocity>): lengthen the move (reference.duration, at least "
+                            f"x{speed[k, i] / limit:.3g} for this joint) or move the path")
 
 
 def _end_at_rest(problem: Problem, traj, method_choice: dict, say, compile: bool):
@@ -387,6 +451,18 @@ def _warn_unresolved_friction(problem: Problem, traj, say) -> None:
     if found:
         traj.stats.setdefault("warnings", []).extend(w["message"] for w in found)
         traj.stats["unresolved_friction_reversals"] = [{k: v for k, v in w.items() if k != "message"} for w in found]
+
+
+def _warn_effort_limits(problem: Problem, traj, say) -> None:
+    """A plan asking a drive for more than its URDF effort limit is kept (the verification simulates the torque
+    as planned) but says so, and keeps it in summary.json (solver.warnings, urdf.effort_limits_exceeded)."""
+    for e in effort_limits_exceeded(problem, traj):
+        msg = (f"joint {e['joint']}: the plan's peak torque {e['peak_Nm']:.4g} N m at t = {e['t_s']:.4g} s exceeds "
+               f"its effort limit {e['limit_Nm']:.4g} N m (the URDF's <limit effort>): a drive limited there will "
+               "not follow the plan; plan within the limits with method nlp and nlp.torque_max = \"urdf\", or "
+               "lengthen the move (reference.duration)")
+        say(f"warning: {msg}")
+        traj.stats.setdefault("warnings", []).append(msg)
 
 
 def _warn_inverse_singularity(problem: Problem, traj, say) -> None:

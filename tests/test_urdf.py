@@ -488,3 +488,109 @@ def test_a_path_outside_the_urdf_joint_limits_is_refused_before_the_solve(tmp_pa
     # the shipped limits (-180..180 deg) let the same line through the path check
     assert main(["plan", str(ROOT / "problems" / "ur5_line.toml"), "--out", str(tmp_path / "ok"), "--quiet",
                  "--no-verify", "--no-plots"]) == 0
+
+
+def ur5_line_with_limit(tmp_path: Path, joint: str, **limit) -> Path:
+    """problems/ur5_line.toml on a copy of the shipped UR5 URDF whose ``joint`` has the <limit> attributes
+    ``limit`` (e.g. velocity="2.0") instead of the published ones; returns the problem file."""
+    urdf = (SHIPPED / "ur5.urdf").read_text()
+    start = urdf.index(f'<joint name="{joint}"')
+    begin = urdf.index("<limit", start)
+    end = urdf.index("/>", begin) + 2
+    tag = urdf[begin:end]
+    for key, value in limit.items():
+        tag = re.sub(rf'{key}="[^"]*"', f'{key}="{value}"', tag)
+    (tmp_path / "ur5.urdf").write_text(urdf[:begin] + tag + urdf[end:])
+    problem = re.sub(r'urdf = "[^"]*"', 'urdf = "ur5.urdf"', (ROOT / "problems" / "ur5_line.toml").read_text())
+    (tmp_path / "ur5_line.toml").write_text(problem)
+    return tmp_path / "ur5_line.toml"
+
+
+def rigid_path_speeds(p) -> tuple[np.ndarray, np.ndarray]:
+    """Link speeds of the rigid path by central differences of its inverse kinematics on the path check's grid
+    (independent of ffopt's J^-1 dtheta/dt; the difference error is ~3e-4 rad/s on the UR5 line)."""
+    from ffopt.sim.baselines import rigid_inverse_kinematics
+
+    t = np.linspace(0.0, p.reference.t_end, 401)
+    return t, np.gradient(rigid_inverse_kinematics(p.model, p.reference, t, p.reference_spec.joint_guess), t, axis=0)
+
+
+def test_a_path_faster_than_a_urdf_velocity_limit_is_refused_before_the_solve(tmp_path, capsys):
+    """The URDF's <limit velocity> bounds the link speed along the rigid path: the UR5 line turns the base at up
+    to 2.415 rad/s (measured on 2026-11-27; published limit 3.15 rad/s). With the limit at 2.0 rad/s the plan is
+    refused (exit 2) naming the joint, the peak speed, its time and the limit; nothing is written."""
+    from ffopt.plan import check_joint_speeds
+
+    problem = ur5_line_with_limit(tmp_path, "shoulder_pan_joint", velocity="2.0")
+    out = tmp_path / "out"
+    assert main(["plan", str(problem), "--out", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "joint shoulder_pan_joint" in err and "above its velocity limit 2 rad/s" in err and "<limit velocity>" in err
+    assert not out.exists()
+    found = re.search(r"needs ([\d.]+) rad/s at t = ([\d.]+) s", err)
+    t, speeds = rigid_path_speeds(load_problem(problem))
+    k = np.argmax(np.abs(speeds[:, 0]))
+    assert float(found.group(1)) == pytest.approx(abs(speeds[k, 0]), abs=2e-3)  # 4 digits printed; 3e-4 difference
+    assert abs(float(found.group(2)) - t[k]) <= t[1] - t[0]
+    # a limit just above the peak lets the path through (the check alone: no solve)
+    p = load_problem(ur5_line_with_limit(tmp_path, "shoulder_pan_joint", velocity=f"{abs(speeds[k, 0]) + 0.01}"))
+    from ffopt.sim.baselines import rigid_inverse_kinematics
+
+    check_joint_speeds(p, t, rigid_inverse_kinematics(p.model, p.reference, t, p.reference_spec.joint_guess))
+
+
+def test_a_plan_above_a_urdf_effort_limit_is_written_with_a_warning(tmp_path, capsys):
+    """The URDF's <limit effort> is checked on the plan: the UR5 line needs a peak of 23.3 N m on the shoulder
+    lift (measured on 2026-11-27; published limit 150 N m). With the limit at 20 N m the plan is still written
+    (exit 0: the tracking verdict is about the path; the limits bound the plan only where nlp.torque_max =
+    "urdf" asks for it), a warning names the joint, the peak, its time and the limit, and summary.json records
+    it, read back against trajectory.csv."""
+    import json
+
+    problem = ur5_line_with_limit(tmp_path, "shoulder_lift_joint", effort="20.0")
+    out = tmp_path / "out"
+    assert main(["plan", str(problem), "--out", str(out), "--no-verify", "--no-plots"]) == 0
+    captured = capsys.readouterr()
+    found = re.search(r"warning: joint shoulder_lift_joint: the plan's peak torque ([\d.]+) N m at t = ([\d.]+) s "
+                      r"exceeds its effort limit 20 N m \(the URDF's <limit effort>\)", captured.err)
+    assert found, captured.err
+    assert "above the URDF effort limit: shoulder_lift_joint" in captured.out
+    summary = json.loads((out / "summary.json").read_text())
+    data = np.genfromtxt(out / "trajectory.csv", delimiter=",", names=True)
+    u = np.abs(data["u_shoulder_lift_joint"])
+    k = int(np.argmax(u))
+    assert summary["urdf"]["effort_limits_exceeded"] == [
+        {"joint": "shoulder_lift_joint", "peak_Nm": pytest.approx(u[k], rel=1e-9), "t_s": pytest.approx(data["t"][k]),
+         "limit_Nm": 20.0}]
+    assert 20.0 < u[k] < 2 * 23.3 and float(found.group(1)) == pytest.approx(u[k], rel=1e-3)
+    assert float(found.group(2)) == pytest.approx(data["t"][k], abs=1e-3)
+    assert any("shoulder_lift_joint" in w for w in summary["solver"]["warnings"])
+    # the URDF source: file, chain ends, joints with their kinds and limits
+    ur5 = summary["urdf"]
+    assert Path(ur5["file"]) == (tmp_path / "ur5.urdf").resolve()
+    assert (ur5["robot"], ur5["base_link"], ur5["tip_link"]) == ("ur5", "base_link", "tool0")
+    assert [(j["name"], j["kind"]) for j in ur5["joints"]][:2] == [("shoulder_pan_joint", "elastic_gear"),
+                                                                   ("shoulder_lift_joint", "elastic_gear")]
+    assert ur5["joints"][1]["effort_Nm"] == 20.0 and ur5["joints"][1]["velocity_rad_s"] == 3.15
+
+
+def test_summary_names_the_urdf_and_its_locked_joints():
+    """problems/panda_line.toml: joint 3 and the fingers locked, the other six elastic; no effort limit exceeded
+    by a plan of zero torque."""
+    from types import SimpleNamespace
+
+    from ffopt.plan import urdf_summary
+
+    p = load_problem(ROOT / "problems" / "panda_line.toml")
+    joints = [j.name for j in p.chain.joints]
+    resting = SimpleNamespace(actuated_joints=joints, torques=np.zeros((3, 6)), t=np.arange(3.0))
+    s = urdf_summary(p, resting)["urdf"]
+    assert Path(s["file"]) == (SHIPPED / "panda.urdf").resolve()
+    assert (s["base_link"], s["tip_link"]) == ("panda_link0", "panda_hand_tcp")
+    kinds = {j["name"]: j["kind"] for j in s["joints"]}
+    assert kinds == {**{f"panda_joint{i}": "elastic_gear" for i in (1, 2, 4, 5, 6, 7)}, "panda_joint3": "locked",
+                     "panda_finger_joint1": "locked", "panda_finger_joint2": "locked"}
+    by_name = {j["name"]: j for j in s["joints"]}
+    assert by_name["panda_joint3"]["angle_rad"] == 0.0 and by_name["panda_finger_joint1"]["position_m"] == 0.0
+    assert by_name["panda_joint4"]["upper_rad"] == -0.0698 and by_name["panda_joint7"]["effort_Nm"] == 12.0
+    assert s["effort_limits_exceeded"] == []

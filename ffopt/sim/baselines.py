@@ -163,6 +163,17 @@ def rigid_inverse_kinematics(model: FlexibleModel, reference, t, guess=None) -> 
     return _check_path(_kinematics(model), reference, np.asarray(t, float).ravel(), guess)[0]
 
 
+def rigid_joint_speeds(model: FlexibleModel, reference, t, qa: np.ndarray) -> np.ndarray:
+    """Link speeds dqa/dt (n, n_link) of the rigid robot at the path check's angles ``qa`` on ``t``:
+    J ds/dt = dtheta/dt for the actuated joints (as in ``rigid_feedforward``), passive joints at rest."""
+    kin = _kinematics(model)
+    t = np.asarray(t, float).ravel()
+    J = kin.batch(kin.jac, qa[:, kin.act])[0]
+    dqa = np.zeros_like(qa)
+    dqa[:, kin.act] = np.linalg.solve(J, np.asarray(reference.evaluate(t, 1))[..., None])[..., 0]
+    return dqa
+
+
 def _kinematics(model: FlexibleModel) -> _RigidKinematics:
     """The model's rigid-kinematics functions, built once per model (path check, then verification)."""
     kin = getattr(model, "_ffopt_rigid_kinematics", None)

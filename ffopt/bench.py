@@ -482,6 +482,34 @@ def settle_overhead_line(repeats: int = 5) -> str:
             "(target: at most x1.3)")
 
 
+def compiled_verification_lines(repeats: int = 5) -> list[str]:
+    """The default verification (open loop and motor PD, each with its settle window) of E12 and the Manutec
+    r3 with the plant in CasADi's virtual machine and compiled (ffopt.sim.plant.compiled_plant), timed
+    alternately in one process after a warm-up that builds (or loads) the library: CPU time, median; and
+    that both give the same errors."""
+    from ffopt.io.problem import load_problem
+    from ffopt.plan import plan
+    from ffopt.sim.verify import verify
+
+    lines = []
+    for name in ("e12_line.toml", "manutec_r3_benchmark.toml"):
+        result = plan(load_problem(_problem_file(name)), verify=False)
+        args = (result.problem.model, result.problem.reference, result.trajectory, result.problem.verification)
+        reports = {c: verify(*args, compile=c) for c in (False, True)}  # warm-up: builds or loads the library
+        times = {False: [], True: []}
+        for _ in range(max(2, repeats)):
+            for c in (False, True):
+                t0 = time.process_time()
+                verify(*args, compile=c)
+                times[c].append(time.process_time() - t0)
+        vm, cc = statistics.median(times[False]), statistics.median(times[True])
+        same = all(reports[True].cases[k].max_mm == reports[False].cases[k].max_mm for k in reports[False].cases)
+        lines.append(f"{name[:-5]} default verification, CPU (median of {max(2, repeats)}, alternating): "
+                     f"{1e3 * vm:.0f} ms in CasADi's VM, {1e3 * cc:.0f} ms compiled (gcc -O0): x{vm / cc:.1f}; "
+                     f"tool errors {'identical' if same else 'DIFFERENT'}")
+    return lines
+
+
 def plan_process_table(repeats: int = 5) -> str:
     """The whole `ffopt plan problems/e12_line.toml --no-plots` process (interpreter start to files
     written) with the default and with the full verification, and `ffopt --help`: wall, CPU, peak
@@ -518,6 +546,7 @@ def plan_process_table(repeats: int = 5) -> str:
                  f"(previous, 7 cases: {PREVIOUS['verification_s']} s), rest-to-rest shaping "
                  f"{1e3 * stages.get('rest_to_rest', 0):.0f} ms.")
     lines.append(settle_overhead_line(repeats))
+    lines.extend(compiled_verification_lines(repeats))
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     note = " PYTHONDONTWRITEBYTECODE is set: ffopt's modules are compiled from source in every process." \
         if os.environ.get("PYTHONDONTWRITEBYTECODE") else ""

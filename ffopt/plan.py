@@ -286,6 +286,8 @@ def _plan(problem, method, order, step, form, scaling_power, verify, compile, pr
     if s.end_at_rest:
         tic = time.perf_counter()
         problem, traj = _end_at_rest(problem, traj, method_choice, say, compile)
+        if s.robust_rest:
+            problem, traj = _robust_rest(problem, traj, method_choice, say, compile)
         model, reference = problem.model, problem.reference
         timings["rest_to_rest"] = time.perf_counter() - tic
     _warn_unresolved_friction(problem, traj, say)
@@ -404,6 +406,67 @@ def _end_at_rest(problem: Problem, traj, method_choice: dict, say, compile: bool
              f"{info['iterations']} iterations, {info['bdf_solves']} BDF solves, {info['search_time_s']:.2f} s")
     say(f"rest-to-rest time law: {found}; peak input {end['peak_input']:.4g} -> {np.abs(new.u).max():.4g}")
     return shaped, new
+
+
+def _robust_rest(problem: Problem, traj, method_choice: dict, say, compile: bool):
+    """solver.robust_rest: the rest-to-rest plan made again on the path convolved with a ZVD shaper on the
+    lowest PD-held mode and the zero dynamics (``ffopt.dae.robust_rest``), kept if it ends at rest. The
+    trade-off against the plain plan (move time, peak input, residual vibration nominal and on the
+    +-10 % plants) goes to summary.json ``method_choice.rest_to_rest.robust``."""
+    from ffopt.dae.rest_to_rest import ends_at_rest
+    from ffopt.dae.robust_rest import ROBUST_SCALE, robust_shaper, vibration_after_table
+
+    record = method_choice.setdefault("rest_to_rest", {"needed": False})
+    if problem.reference_spec.shaper is not None:  # e.g. a problem written by a robust plan: shaped already
+        kind, modes = problem.reference_spec.shaper
+        say(f"robust rest: the path is shaped already (reference.shaper {kind}); measuring it on the +-"
+            f"{100 * ROBUST_SCALE:g} % plants")
+        record["robust"] = {"shaper": kind, "modes_hz_damping": [list(m) for m in modes], "scale": ROBUST_SCALE,
+                            "plain": None, "robust": _trade_off(problem, traj, vibration_after_table(problem, traj))}
+        return problem, traj
+    say(f"robust rest: measuring the rest-to-rest plan on the +-{100 * ROBUST_SCALE:g} % plants (springs, payload)")
+    plain = _trade_off(problem, traj, vibration_after_table(problem, traj))
+    kind, modes = robust_shaper(problem)
+    text = ", ".join(f"{f:.4g} Hz (damping {z:.3g})" for f, z in modes)
+    say(f"robust rest: {kind} shaper on {text}; planning the shaped path to end at rest")
+    shaped = problem.with_values({"reference.shaper": kind, "reference.shaper_modes": [list(m) for m in modes],
+                                  "reference.time_law_shape": []})
+    sub: dict = {}
+    try:
+        shaped, new = _end_at_rest(shaped, _solve(shaped, say, compile), sub, say, compile)
+    except SolverError as err:
+        new, why = None, f"the shaped path could not be planned: {err}"
+    else:
+        why = None if ends_at_rest(shaped.model, new)[0] else sub.get("rest_to_rest", {}).get(
+            "reason", "the plan of the shaped path does not end at rest")
+    robust = {"shaper": kind, "modes_hz_damping": [list(m) for m in modes], "scale": ROBUST_SCALE, "plain": plain}
+    record["robust"] = robust
+    if why:
+        robust.update(used=False, reason=why)
+        msg = f"robust rest: {why}; the plain rest-to-rest plan is kept"
+        say(f"warning: {msg}")
+        traj.stats.setdefault("warnings", []).append(msg)
+        return problem, traj
+    robust.update(used=True, robust=_trade_off(shaped, new, vibration_after_table(shaped, new)),
+                  search={k: v for k, v in sub.get("rest_to_rest", {}).items()
+                          if k in ("iterations", "bdf_solves", "search_time_s", "cached", "time_law_shape")})
+    r = robust["robust"]
+    say(f"robust rest: move {plain['move_s']:.3g} -> {r['move_s']:.3g} s, peak input {plain['peak_input']:.4g} -> "
+        f"{r['peak_input']:.4g}, worst vibration on the +-{100 * ROBUST_SCALE:g} % plants "
+        f"{plain['worst_vibration_mm']:.3g} -> {r['worst_vibration_mm']:.3g} mm")
+    return shaped, new
+
+
+def _trade_off(problem: Problem, traj, vibration: dict) -> dict:
+    """Move time, peak input and the vibration after the table, nominal and worst over the mismatched plants."""
+    ref = problem.reference
+    mismatched = {k: v for k, v in vibration.items() if k != "nominal"}
+    return {"move_s": float(ref.t_motion_end - ref.t_motion_start), "peak_input": float(np.abs(traj.u).max()),
+            "nominal_vibration_mm": vibration["nominal"]["vibration_mm"],
+            "nominal_residual_mm": vibration["nominal"]["residual_mm"],
+            "worst_vibration_mm": max((v["vibration_mm"] for v in mismatched.values()), default=None),
+            "worst_residual_mm": max((v["residual_mm"] for v in mismatched.values()), default=None),
+            "plants": vibration}
 
 
 def _explain_ringing(report, record: dict | None) -> None:

@@ -145,3 +145,80 @@ def test_e1_needs_enough_shaping_terms_or_a_longer_move():
     assert info["at_rest"] and info["peak_input_after"] == pytest.approx(E1_PEAK_SHAPED, rel=0.01)
     shaped = problem.with_values({"reference.time_law_shape": shape.tolist()})
     assert ends_at_rest(shaped.model, _plan(shaped))[0]
+
+
+# ------------------------------------------------------------------ robust rest (solver.robust_rest)
+# regression values measured on 2026-11-27 (results/robust_rest.md): E12 driven by its plan with the 5 Hz motor PD,
+# the largest vibration after the table over springs x0.9 / x1.1 and last link x0.9 / x1.1
+E12_WORST_PLAIN_MM = 79.97  # plain rest to rest, 0.3 s
+E12_WORST_ROBUST_MM = 4.65  # robust, ZVD on 0.948 Hz and the zero dynamics' 7.96 Hz, 1.49 s (17x less)
+
+
+def test_a_shaper_needs_its_modes_and_is_written_back():
+    problem = load_problem(PROBLEMS / "e12_line.toml")
+    with pytest.raises(ProblemError, match=r"reference\.shaper_modes: missing: shaper 'zvd' needs the modes"):
+        problem.with_values({"reference.shaper": "zvd"})
+    with pytest.raises(ProblemError, match=r"reference\.shaper_modes: given without reference\.shaper"):
+        problem.with_values({"reference.shaper_modes": [[1.0, 0.1]]})
+    with pytest.raises(ProblemError, match=r"reference\.shaper_modes: row 2: expected \[frequency Hz > 0, damping"):
+        problem.with_values({"reference.shaper": "zv", "reference.shaper_modes": [[1.0, 0.1], [2.0, 1.0]]})
+    shaped = problem.with_values({"reference.shaper": "zvd", "reference.shaper_modes": [[1.0, 0.0], [4.0, 0.0]]})
+    # ZVD spans one period of each undamped mode: 1 s + 0.25 s more motion (Singer & Seering)
+    ref, base = shaped.reference, problem.reference
+    assert ref.t_motion_end - base.t_motion_end == pytest.approx(1.25, abs=1e-12)
+    assert ref.t_end - base.t_end == pytest.approx(1.25, abs=1e-12)
+    again = problem_from_dict(tomllib.loads(shaped.to_toml()), "again")
+    t = np.linspace(0.0, ref.t_end, 101)
+    assert np.array_equal(again.reference.evaluate(t, 2), ref.evaluate(t, 2))
+    # the shaped path stays on the line and ends at its end point
+    y = ref.evaluate(t)
+    assert np.abs(y[-1] - base.evaluate([base.t_end])[0]).max() < 1e-12
+
+
+def test_robust_rest_needs_end_at_rest_and_a_time_law():
+    problem = load_problem(PROBLEMS / "e12_line.toml")
+    with pytest.raises(ProblemError, match=r"solver\.robust_rest: needs solver\.end_at_rest = true"):
+        problem.with_values({"solver.robust_rest": True, "solver.end_at_rest": False})
+    step = load_problem(PROBLEMS / "manutec_r3_step.toml")
+    with pytest.raises(ProblemError, match=r"solver\.robust_rest: a prefiltered reference has no time law"):
+        step.with_values({"solver.robust_rest": True})
+
+
+def test_e12_robust_shaper_takes_the_pd_held_mode_and_the_zero_dynamics():
+    """The modes of E12 at the end pose: 0.948 Hz (damping 0.107) held by the 5 Hz motor PD
+    (results/input_shaping.md) and the zero dynamics -0.63 +- 50j rad/s (module docstring of
+    ffopt.dae.rest_to_rest): 50 / 2 pi = 7.96 Hz, damping 0.63 / 50 = 0.0126."""
+    from ffopt.dae.robust_rest import robust_shaper
+
+    kind, modes = robust_shaper(load_problem(PROBLEMS / "e12_line.toml"))
+    assert kind == "zvd" and len(modes) == 2
+    assert modes[0] == pytest.approx((0.948, 0.107), rel=0.01)
+    assert modes[1] == pytest.approx((50.0 / (2 * np.pi), 0.63 / 50.0), rel=0.02)
+
+
+@pytest.mark.slow
+def test_e12_robust_rest_cuts_the_mismatched_vibration_and_still_rests():
+    """~20 s cold (the searches are cached on disk after): the plain plan, its search, the shaped path's search and 10 closed-loop runs with settle windows."""
+    import ffopt
+
+    problem = load_problem(PROBLEMS / "e12_line.toml").with_values({"solver.robust_rest": True})
+    result = ffopt.plan(problem)
+    robust = result.method_choice["rest_to_rest"]["robust"]
+    plain, new = robust["plain"], robust["robust"]
+    assert robust["used"] and result.problem.reference_spec.shaper[0] == "zvd"
+    assert plain["worst_vibration_mm"] == pytest.approx(E12_WORST_PLAIN_MM, rel=0.02)  # = results/input_shaping.md
+    # the claim: at least 8x less vibration on the worst mismatched plant (measured 17x)
+    assert new["worst_vibration_mm"] < plain["worst_vibration_mm"] / 8.0
+    assert new["worst_vibration_mm"] < 2 * E12_WORST_ROBUST_MM
+    # the price: the move is longer by one damped period of each shaped mode; the peak torque is not higher
+    periods = sum(1.0 / (f * np.sqrt(1.0 - z**2)) for f, z in robust["modes_hz_damping"])
+    assert new["move_s"] == pytest.approx(plain["move_s"] + periods, rel=1e-9)
+    assert new["peak_input"] < plain["peak_input"]
+    # the nominal plan still ends at rest and verifies
+    assert ends_at_rest(result.problem.model, result.trajectory)[0]
+    assert result.verification.verdict.status == "verified"
+    assert new["nominal_vibration_mm"] < 0.01 and new["nominal_residual_mm"] < 0.01
+    # the written problem holds the planned path: shaper and time-law shape
+    again = problem_from_dict(tomllib.loads(result.problem.to_toml()), "again")
+    assert again.reference_spec.shaper == result.problem.reference_spec.shaper
+    assert again.reference_spec.time_law_shape == result.problem.reference_spec.time_law_shape != ()

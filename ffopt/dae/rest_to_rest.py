@@ -140,11 +140,14 @@ def _merit(U, r, weight):
     return float(np.abs(U).max() + weight * np.abs(r).sum())
 
 
-def _search(plans: _Plans, c0, max_iter: int, weight: float = 1.0, progress=None) -> tuple[np.ndarray, dict]:
+def _search(plans: _Plans, c0, max_iter: int, weight: float = 1.0, progress=None, n_rest_rows: int | None = None,
+            ) -> tuple[np.ndarray, dict]:
     """Sequential LP with a trust region on the merit peak |u| / u_scale + weight |r|_1 (an exact
     penalty: near rest the peak's sensitivity to the end state is far below ``weight``). A step the
     curvature of the end state spoils gets a second-order correction back onto the rest manifold
-    (a minimum-norm Gauss-Newton step; the Maratos effect of exact penalties)."""
+    (a minimum-norm Gauss-Newton step; the Maratos effect of exact penalties). n_rest_rows: only the
+    first rows are the rest conditions, projected on the range of their Jacobian (difference noise
+    outside it); the rows after them (``ffopt.dae.robust_rest``) enter as they are."""
     c = np.asarray(c0, float)
     U, r = plans.measure(c)
     margin = _MONOTONE_MARGIN * plans.g0.min()
@@ -152,12 +155,12 @@ def _search(plans: _Plans, c0, max_iter: int, weight: float = 1.0, progress=None
     for it in range(1, max_iter + 1):
         JU, Jr = plans.jacobians(c)
         g = plans.g0 + plans.G @ c - margin
-        basis = _range(Jr)
-        d, predicted = _lp_step(U, JU, basis.T @ r, basis.T @ Jr, plans.G, g, radius, weight)
-        gain = _merit(U, basis.T @ r, weight) - predicted  # (r outside the range: difference noise)
+        B = _row_map(Jr, n_rest_rows)
+        d, predicted = _lp_step(U, JU, B @ r, B @ Jr, plans.G, g, radius, weight)
+        gain = _merit(U, B @ r, weight) - predicted  # (r outside the range: difference noise)
         if d is None or gain <= _GAIN_TOL * np.abs(U).max() + _REST_GAIN * weight:
             break  # the linear model has nothing left to gain
-        trial = _trial(plans, c, d, Jr, basis, g, weight)
+        trial = _trial(plans, c, d, Jr, g, weight, n_rest_rows)
         ratio = (_merit(U, r, weight) - trial[0]) / gain
         if ratio > 0.1:
             c, U, r = trial[1:]
@@ -172,17 +175,30 @@ def _search(plans: _Plans, c0, max_iter: int, weight: float = 1.0, progress=None
     return c, {"iterations": it, "end_residual_max": float(np.abs(r).max()), "peak_rel": float(np.abs(U).max())}
 
 
+def _row_map(Jr, n_rest_rows: int | None) -> np.ndarray:
+    """The rows the LP sees: the rest rows on the numerical range of their Jacobian (``_range``), the rows
+    after the first n_rest_rows unchanged (None: all rows are rest rows)."""
+    if n_rest_rows is None:
+        return _range(Jr).T
+    P = _range(Jr[:n_rest_rows]).T
+    n_more = Jr.shape[0] - n_rest_rows
+    return np.block([[P, np.zeros((P.shape[0], n_more))], [np.zeros((n_more, n_rest_rows)), np.eye(n_more)]])
+
+
 def _range(J) -> np.ndarray:
     """Orthonormal basis of the numerical range of J (singular values above _RANK_TOL of the largest)."""
     u, sv, _ = np.linalg.svd(J, full_matrices=False)
     return u[:, sv > _RANK_TOL * sv[0]]
 
 
-def _trial(plans: _Plans, c, d, Jr, basis, g, weight):
-    """(merit, c, U, r) of the step d, or of d with a second-order correction if that is better."""
+def _trial(plans: _Plans, c, d, Jr, g, weight, n_rest_rows: int | None = None):
+    """(merit, c, U, r) of the step d, or of d with a second-order correction back onto the rest manifold
+    (the first n_rest_rows rows; None: all) if that is better."""
     U, r = plans.measure(c + d)
     best = (_merit(U, r, weight), c + d, U, r)
-    correction = -np.linalg.lstsq(basis.T @ Jr, basis.T @ r, rcond=None)[0]
+    n = len(r) if n_rest_rows is None else n_rest_rows
+    basis = _range(Jr[:n])
+    correction = -np.linalg.lstsq(basis.T @ Jr[:n], basis.T @ r[:n], rcond=None)[0]
     if np.all(g + plans.G @ (d + correction) >= 0.0):
         U2, r2 = plans.measure(c + d + correction)
         if _merit(U2, r2, weight) < best[0]:

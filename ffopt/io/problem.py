@@ -217,6 +217,14 @@ SOLVER_SCHEMA = {
                              "joint swinging while the tool stands still), re-plan along the same path in the same "
                              "time with a shaped time law (reference.time_law_shape) that ends at rest; false keeps "
                              "the exact-tracking plan of the given time law (its residual is reported)"),
+    "robust_rest": Field("bool", default=False,
+                         doc="rest to rest that also holds on a plant whose springs or payload are off by ~10 %: the "
+                             "time law is convolved with a ZVD shaper (reference.shaper) on the lowest mode of the arm "
+                             "held by the verification's motor PD and on the lightly damped pair of the zero dynamics "
+                             "at the end pose, then shaped to end at rest (needs end_at_rest). The move is longer by "
+                             "the shaper (E12: 0.3 -> 1.49 s), the peak input usually lower; summary.json "
+                             "method_choice.rest_to_rest.robust holds the trade-off: move time, peak input and the "
+                             "residual vibration nominal and on the +-10 % plants, against the plain plan's"),
 }
 
 VERIFICATION_SCHEMA = {
@@ -354,6 +362,7 @@ class SolverSettings:
     form: str = "I1"
     scaling_power: float | None = None  # None: the form's default
     end_at_rest: bool = True  # re-plan with a shaped time law where the exact plan would end moving
+    robust_rest: bool = False  # ... on a ZVD-shaped path, insensitive to the stiffness and the payload
 
 
 @dataclass(frozen=True)
@@ -539,6 +548,7 @@ def problem_from_dict(data: dict, source: str = "<memory>") -> Problem:
     _check_outputs(v, outputs, chain)
     ref = parse_reference(v, d["reference"], outputs, chain)
     solver = SolverSettings(**d["solver"]) if d["solver"] else SolverSettings()
+    _check_robust_rest(v, solver, ref)
     ver = d["verification"]
     verification = VerificationSettings(**{**ver, "payload_scales": tuple(ver["payload_scales"])}) if ver \
         else VerificationSettings()
@@ -547,6 +557,18 @@ def problem_from_dict(data: dict, source: str = "<memory>") -> Problem:
     output = OutputSettings(**d["output"]) if d["output"] else OutputSettings()
     return Problem(d["name"], d["description"], chain, outputs, ref, solver, verification, source, nlp,
                    flexible, output, data, urdf)
+
+
+def _check_robust_rest(v: Validator, solver: SolverSettings, ref) -> None:
+    """solver.robust_rest shapes a time law for rest: it needs end_at_rest and a path moved by a time law."""
+    if not solver.robust_rest:
+        return
+    if not solver.end_at_rest:
+        v.fail("solver.robust_rest", "needs solver.end_at_rest = true (a robust rest-to-rest plan is a rest-to-rest "
+               "plan on a shaped path)")
+    if ref.kind == "prefilter":
+        v.fail("solver.robust_rest", "a prefiltered reference has no time law to shape: use a path with a time law "
+               "(e.g. kind = \"line\", time_law = \"poly11\")")
 
 
 def _check_drive_bounds(v: Validator, nlp: nlp_settings.NlpSettings, chain: Chain) -> None:

@@ -56,6 +56,8 @@ from ffopt.reference.prefilter import DEFAULT_SETTLE_TOLERANCE, RAW_KINDS, Butte
 from ffopt.reference.time_laws import TIME_LAWS, TimeLaw, shaped_time_law
 
 KINDS = ("line", "polyline", "arc", "joint_ptp", "prefilter")
+SHAPERS = ("zv", "zvd")  # ffopt.sim.shaping
+TIME_LAW_KEYS = ("time_law", "time_law_shape", "shaper", "shaper_modes")  # not of a prefiltered move
 # Default prefilter order: the smallest that gives a continuous motor torque, + PREFILTER_MARGIN.
 PREFILTER_MARGIN = 1
 # Orientation angles must stay this far from a branch cut (yaw, roll) or from gimbal lock (pitch).
@@ -71,6 +73,14 @@ _COMMON = {
                                 "phi_i, phi_i = (4 tau (1 - tau))^(n+1) P_(i-1)(2 tau - 1) (n zero derivatives of the "
                                 "base, P Legendre): keeps the rests' smoothness; s must stay monotone. Found by "
                                 "ffopt.dae.rest_to_rest.shape_for_rest so the arm ends at rest; default none"),
+    "shaper": Field("str", choices=SHAPERS,
+                    doc="input shaper convolved with the time law (Singer & Seering): zv or zvd impulses on each "
+                        "of shaper_modes; the motion is longer by the shaper's duration (half a damped period per "
+                        "mode for zv, a whole one for zvd) and the exact inverse tracks the shaped path. Set by "
+                        "solver.robust_rest; default none"),
+    "shaper_modes": Field("matrix",
+                          doc="the modes the shaper cancels, one row [natural frequency Hz, damping ratio] each "
+                              "(frequency > 0, damping ratio in [0, 1)); required with shaper"),
     "rest_before": Field("float", default=0.05, check=non_negative, unit="s", doc="rest before the motion (s)"),
     "rest_after": Field("float", default=0.3, check=non_negative, unit="s", doc="rest after the motion (s)"),
     "joint_guess": Field("vector", unit="rad",
@@ -134,7 +144,7 @@ SCHEMAS: dict[str, dict[str, Field]] = {
                                                    doc="acceleration_max_deg_s2 in rad/s^2"),
                   "synchronized": Field("bool", default=True,
                                         doc="every joint takes the longest joint's time (else each its own)")},
-    "prefilter": {**{k: f for k, f in _COMMON.items() if k not in ("time_law", "time_law_shape")}, **_ORIENTATION,
+    "prefilter": {**{k: f for k, f in _COMMON.items() if k not in TIME_LAW_KEYS}, **_ORIENTATION,
                   **_JOINT_OUTPUTS,
                   "raw": Field("str", required=True, choices=RAW_KINDS,
                                doc="raw move: a step at rest_before, or ptp (trapezoidal speed: piecewise-"
@@ -202,6 +212,7 @@ class ReferenceSpec:
     params: dict = field(default_factory=dict)
     angle_centres: dict = field(default_factory=dict)  # branch centres of yaw/roll outputs (rad)
     time_law_shape: tuple[float, ...] = ()  # shaping coefficients added to the polynomial time_law
+    shaper: tuple | None = None  # (kind, ((Hz, damping ratio), ...)): an input shaper convolved with the time law
 
     @property
     def law(self) -> TimeLaw:
@@ -266,6 +277,7 @@ def parse_reference(v: Validator, raw: dict, outputs, chain: Chain) -> Reference
             shaped_time_law(law, shape)
         except ProblemError as err:
             v.fail("reference.time_law_shape", str(err).split(": ", 1)[1])
+    shaper = _shaper(v, r)
     try:
         parsed = _PARSERS[kind](v, r, out, law, chain)
     except ProblemError as err:  # geometry checks of ffopt.reference name the field but not the file
@@ -279,7 +291,24 @@ def parse_reference(v: Validator, raw: dict, outputs, chain: Chain) -> Reference
         v.fail("reference.joint_guess", f"expected {chain.n_joints} link-side angles (one per joint, "
                f"{', '.join(j.name for j in chain.joints)}), got {len(guess)}")
     return ReferenceSpec(kind, duration, r.get("time_law", kind), r["rest_before"], r["rest_after"], guess, params,
-                         _angle_centres(v, out, params), shape)
+                         _angle_centres(v, out, params), shape, shaper)
+
+
+def _shaper(v, r) -> tuple | None:
+    """(kind, modes) of reference.shaper / shaper_modes, or None."""
+    kind, modes = r.get("shaper"), r.get("shaper_modes")
+    if kind is None:
+        if modes is not None:
+            v.fail("reference.shaper_modes", "given without reference.shaper (zv or zvd)")
+        return None
+    if not modes:
+        v.fail("reference.shaper_modes", f"missing: shaper {kind!r} needs the modes it cancels, rows "
+               "[natural frequency Hz, damping ratio]")
+    for i, row in enumerate(modes):
+        if len(row) != 2 or not row[0] > 0 or not 0 <= row[1] < 1:
+            v.fail("reference.shaper_modes", f"row {i + 1}: expected [frequency Hz > 0, damping ratio in [0, 1)], "
+                   f"got {list(row)}")
+    return kind, tuple((float(f), float(z)) for f, z in modes)
 
 
 # ------------------------------------------------------------------------------------- kinds

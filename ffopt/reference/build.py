@@ -36,6 +36,16 @@ def reference_from_spec(spec, model: FlexibleModel, law=None) -> Reference:
     names = list(model.outputs)
     if spec.kind == "prefilter":  # no time law: the filter shapes the raw move
         return _prefiltered(spec, model, names)
+    ref = _moved_by_law(spec, model, names, law)
+    if spec.shaper is None:
+        return ref
+    from ffopt.sim.shaping import shape_reference, shaper
+
+    return shape_reference(ref, shaper(*spec.shaper), model)  # reference.shaper: theta_s = sum_i A_i theta(t - t_i)
+
+
+def _moved_by_law(spec, model: FlexibleModel, names, law=None) -> Reference:
+    """The path of a time-law spec moved by its time law or ``law``."""
     common = dict(time_law=spec.law if law is None else law, rest_before=spec.rest_before, rest_after=spec.rest_after)
     p = spec.params
     if spec.kind == "line":

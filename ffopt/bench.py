@@ -258,17 +258,17 @@ def _forms_text(quick: bool, repeats: int) -> str:
 
 STEP_SIZES = (4e-3, 2e-3, 1e-3, 5e-4)  # s; E12 has 0.82 s of path: 205 .. 1640 steps
 BODY_COUNTS = (2, 3, 4, 6, 8, 12)
-# The previous release (ffopt before the end-to-end speed work), E12 on this machine kind.
-# README: "BDF-6 at h = 1 ms: the compiled stepping loop takes 3-5 ms, the whole call 11-18 ms";
-# measured then: "ffopt plan problems/e12_line.toml --no-plots takes 2.9 s on a quiet machine and 5.8 s
-# on a loaded one: path check 0.6-1.0 s, verification 1.3-2.9 s, imports ~0.4 s"; NLP (README):
-# exact tracking 0.19 s (2 ms) and 0.40 s (1 ms), bounded 1.8 s (2 ms) and 3.3 s (1 ms).
+# The code before the speed work, E12 on this machine kind, as results/README.md ("Speed", "Path check")
+# and results/speed.md quote it (measured side by side with the new code, 2026-11-23, load 3-8 on 2 cores):
+# BDF-6 at h = 1 ms: stepping loop 4.6 ms (min of 40), warm call 14 ms of CPU; the whole `ffopt plan
+# problems/e12_line.toml --no-plots` 2.0-2.2 s CPU, 2.2-3.2 s wall at load 3 and 5.3 s at load 5, 131-137 MB;
+# path check stage 0.9-1.05 s (before its batched march); verification (7 cases) 0.97 s at load 3, 1.9 s at
+# load 5; NLP (README, "Optimization"): exact tracking 0.19 s (2 ms) and 0.40 s (1 ms), bounded 1.8 s (2 ms)
+# and 3.3 s (1 ms).
 PREVIOUS = {
-    "plan_wall_s": "2.9 quiet / 5.8 loaded", "path_check_s": "0.6-1.0", "verification_s": "1.3-2.9",
-    "bdf_call_ms": "11-18", "bdf_loop_ms": "3-5",
-    # measured on the previous code (main before this work, whose default was the full table of 7
-    # cases) 2026-11-23, load 5-8 on 2 cores (results/speed.md):
-    "plan_cpu_s": "1.9-2.2", "plan_rss_mb": "131-137", "help_wall_s": "0.48-0.84", "help_cpu_s": "0.21-0.25",
+    "plan_wall_s": "2.2-3.2 at load 3, 5.3 at load 5", "path_check_s": "0.9-1.05",
+    "verification_s": "0.97 at load 3, 1.9 at load 5", "bdf_call_ms": "14", "bdf_loop_ms": "4.6",
+    "plan_cpu_s": "2.0-2.2", "plan_rss_mb": "131-137", "help_wall_s": "0.48-0.84", "help_cpu_s": "0.21-0.25",
     "help_rss_mb": "40",
 }
 NLP_PREVIOUS_S = {("NLP exact", 2e-3): 0.19, ("NLP exact", 1e-3): 0.40,
@@ -360,8 +360,9 @@ def steps_table(repeats: int = 5, quick: bool = False) -> str:
                  f"(the extrapolated start is further off), so the loop grows a little slower than the steps. "
                  f"loop = the compiled stepping loop with its checks; "
                  f"call = solve_inverse_bdf (equilibrium, path data, loop, torque recovery), warm; BDF: CPU min / wall "
-                 f"median of {repeats}; NLP: plan(method='nlp') incl. its BDF warm start, one run after a warm-up. Previous release "
-                 "(README): wall. Moberg & Hanssen (Matlab, E12): "
+                 f"median of {repeats}; NLP: plan(method='nlp') incl. its BDF warm start, one run after a warm-up. was: the code "
+                 "before the speed work as results/README.md quotes it (loop: min of 40 runs; call: CPU; NLP: wall). "
+                 "Moberg & Hanssen (Matlab, E12): "
                  + ", ".join(f"h = {h * 1e3:g} ms: {s} s" for h, s in PAPER_E12_S.items()) + ".")
     return "\n".join(lines)
 

@@ -35,6 +35,7 @@ from ffopt.dae.equilibrium import static_equilibrium
 from ffopt.io.problem import load_problem
 from ffopt.nlp.solve import solve_inverse_nlp, warm_start_trajectory
 from ffopt.sim.plant import MotorPD, pd_gains, simulate
+from nlp_bench import max_tool_error_mm  # results/nlp_bench.py, beside this script (sys.path[0])
 
 ROOT = Path(__file__).resolve().parents[1]
 STEP = 2e-3
@@ -42,13 +43,14 @@ REFINE = 6  # samples per interval of the peer's solution
 
 
 def verified(problem, t, u, qm, dqm, q0):
-    """Max tool error (mm): open loop, and with the motor PD tracking (qm, dqm)."""
+    """Max tool error (mm, the tool point's distance from the path as ffopt verifies): open loop, and with the
+    motor PD tracking (qm, dqm)."""
     m, r = problem.model, problem.reference
     y_ref = r.evaluate(t)
     ol = simulate(m, t, u, q0)
     kp, kd = pd_gains(m, q0, problem.verification.pd_bandwidth_hz, problem.verification.pd_damping_ratio)
     cl = simulate(m, t, u, q0, pd=MotorPD(kp, kd, qm, dqm))
-    return 1e3 * np.abs(ol.y - y_ref).max(), 1e3 * np.abs(cl.y - y_ref).max()
+    return max_tool_error_mm(m, ol, y_ref), max_tool_error_mm(m, cl, y_ref)
 
 
 def rockit_plan(problem, q0, weight: float, guess=None, print_level: int = 0, max_iter: int = 1000):

@@ -55,6 +55,7 @@ def assert_structured_derivatives_match_ad(nlp, seed: int) -> None:
     CasADi's AD of the whole NLP at a random point and random multipliers."""
     import casadi as ca
     import numpy as np
+    import pytest
     import scipy.sparse
 
     der = nlp.info["derivatives"]()
@@ -70,6 +71,10 @@ def assert_structured_derivatives_match_ad(nlp, seed: int) -> None:
     lag = sigma * nlp.f + ca.dot(ca.DM(lam), nlp.g)
     H_ad = ca.Function("H", [nlp.w], [ca.tril(ca.hessian(lag, nlp.w)[0])])(w).sparse()
     assert abs(H - H_ad).max() <= 1e-10 * abs(H_ad).max()
+    f, grad, g = (np.array(ca.Function("v", [nlp.w], [e])(w)).ravel() for e in (nlp.f, ca.gradient(nlp.f, nlp.w), nlp.g))
+    assert der.objective(w) == pytest.approx(float(f[0]), rel=1e-12)
+    assert np.abs(der.gradient(w) - grad).max() <= 1e-12 * np.abs(grad).max()
+    assert np.abs(der.constraints(w) - g).max() <= 1e-12 * np.abs(g).max()
 
 
 def c_compiler_or_skip() -> str:

@@ -51,6 +51,8 @@ class NlpSettings:
     max_iter: int = MAX_ITER  # solver iterations (all runs: a Newton attempt and IPOPT share them)
     max_cpu_time_s: float = MAX_CPU_TIME_S  # CPU s of this process and its solver worker: transcription, set-up, iterations
     max_wall_time_s: float | None = None  # the outer guard (s); None: WALL_GUARD_FACTOR x max_cpu_time_s
+    # the interval derivatives as compiled C (ffopt.nlp.compiled, cached on disk); False: CasADi's virtual machine
+    compile: bool = True
     # the [output] table (set by ffopt.nlp.solve.plan_nlp, not keys of [nlp]): None = u at the collocation points
     hold: str | None = None  # zoh | linear: u lives on the control grid of period sample_time
     sample_time: float | None = None  # s, a whole multiple of step (None with a hold: step)

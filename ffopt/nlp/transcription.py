@@ -24,10 +24,13 @@ Variables and rows are scaled: x = s_x * x_scaled (nominal values from the initi
 u = s_u * u_scaled, and each equation row is divided by its largest Jacobian entry at the
 initial guess (one factor per equation, shared by all collocation points).
 
-Derivatives: ``G_jacobian`` and ``StructuredDerivatives`` assemble the Jacobian of the
-dynamics rows and the Hessian of the Lagrangian from K evaluations of one interval's SX
-derivatives (the Newton solver of square NLPs and the cyipopt backend use them; nlpsol uses
-CasADi's AD of the whole MX graph, which is 10x slower per Hessian on E12).
+Derivatives: ``G_jacobian`` and ``StructuredDerivatives`` assemble g, the Jacobian of g, f, its gradient
+and the Hessian of the Lagrangian from small kernels: one interval's SX residual and derivatives (K
+evaluations), one collocation point's output error (penalty and band rows), and the constant quadratic
+objective and linear rows computed once. The kernels are compiled C (``ffopt.nlp.compiled``, cached on
+disk) unless ``settings.compile`` is False. The Newton solver of square NLPs and the cyipopt backend use
+them; nlpsol uses CasADi's AD of the whole MX graph (10x slower per Hessian on E12 than the kernels in
+CasADi's virtual machine).
 
 Held input (the [output] table, ``settings.hold``): the NLP plans exactly what a controller applies.
 The free inputs are then the values Uc on the control grid of period sample_time (m intervals per
@@ -56,6 +59,7 @@ from ffopt.dae.forms import build_inverse_dae
 from ffopt.errors import ProblemError
 from ffopt.models.flexible import FlexibleModel
 from ffopt.nlp.collocation import CollocationRule, collocation_rule, collocation_times
+from ffopt.nlp.compiled import IntervalInputs, IntervalKernel, compile_kernels
 from ffopt.nlp.settings import OBJECTIVES, TRACKING, NlpSettings
 REST_WEIGHT = 1e2  # weight of the rest conditions at the ends of a non-causal horizon
 
@@ -213,42 +217,90 @@ class Transcription:
         return ca.Function("interval", [xs, X, U, tk, h], [ca.horzcat(*G), ca.horzcat(*E)],
                            ["xs", "X", "U", "tk", "h"], ["G", "E"])
 
-    def interval_jacobian(self) -> ca.Function:
-        """(xs, X, U, tk, h) -> nonzeros of d vec(G) / d [xs; vec(X); vec(U)] (one interval, SX).
-
-        Its sparsity pattern is ``self._jac_pattern`` (local rows, local columns). Assembling the
-        NLP Jacobian from K evaluations of this small function (``G_jacobian``) avoids building
-        the Jacobian of the whole MX graph (0.5 s at h = 1 ms on E12, and 0.2 s per evaluation).
-        """
-        d = self.d
-        xs, X, U = ca.SX.sym("xs", self.n_x), ca.SX.sym("X", self.n_x, d), ca.SX.sym("U", self.N, d)
+    def _scaled_interval(self):
+        """One interval in the NLP's scaled variables: the inputs (xs, X, U, tk, h, sx, su, rs) of the kernels
+        (``ffopt.nlp.compiled``), the row-scaled residual vec(diag(rs) G) and the variables [xs; X; U] (SX)."""
+        d, nx, N = self.d, self.n_x, self.N
+        xs, X, U = ca.SX.sym("xs", nx), ca.SX.sym("X", nx * d), ca.SX.sym("U", N * d)
         tk, h = ca.SX.sym("tk"), ca.SX.sym("h")
-        G, _ = self.interval_function()(xs, X, U, tk, h)
-        J = ca.jacobian(ca.vec(G), ca.vertcat(xs, ca.vec(X), ca.vec(U)))
-        rows, cols = J.sparsity().get_triplet()
-        self._jac_pattern = (np.array(rows), np.array(cols))
-        return ca.Function("interval_jac", [xs, X, U, tk, h], [ca.vertcat(*J.nonzeros())])
+        sx, su, rs = ca.SX.sym("sx", nx), ca.SX.sym("su", N), ca.SX.sym("rs", self.n_eq)
+        G, _ = self.interval_function()(sx * xs, ca.reshape(X, nx, d) * ca.repmat(sx, 1, d),
+                                        ca.reshape(U, N, d) * ca.repmat(su, 1, d), tk, h)
+        return [xs, X, U, tk, h, sx, su, rs], ca.vec(G * ca.repmat(rs, 1, d)), ca.vertcat(xs, X, U)
+
+    def kernels(self, which: str) -> dict[str, IntervalKernel]:
+        """The interval kernels (``ffopt.nlp.compiled``), built on first use and compiled if settings.compile:
+        ``"jac"`` and ``"hess"`` of one interval, ``"pt"`` of one collocation point. Assembling the NLP's derivatives from K evaluations of
+        these small functions avoids CasADi's AD of the whole MX graph (0.5 s to build at h = 1 ms on E12,
+        and 0.2 s per evaluation)."""
+        cache = self.__dict__.setdefault("_kernel_cache", {})
+        if which in cache:
+            return cache[which]
+        build = {"jac": self._jacobian_kernel_functions, "hess": self._hessian_kernel_functions,
+                 "pt": self._point_kernel_functions}[which]
+        funs = build()
+        kernels = {name: IntervalKernel(f) for name, f in funs.items()}
+        if self.settings.compile and not getattr(self, "_compile_failed", False):
+            self._compile_failed = not compile_kernels(kernels, which)  # one warning, then the VM for the rest
+        cache[which] = kernels
+        return kernels
+
+    def _jacobian_kernel_functions(self) -> dict[str, ca.Function]:
+        """The row-scaled residual of one interval ("res") and its Jacobian ("jac") w.r.t. the scaled
+        [xs; X; U], pattern in ``self._jac_pattern``."""
+        ins, Gs, v = self._scaled_interval()
+        J = ca.jacobian(Gs, v)
+        self._jac_pattern = tuple(np.array(i) for i in J.sparsity().get_triplet())
+        return {"res": ca.Function("nlp_res", ins, [Gs]), "jac": ca.Function("nlp_jac", ins, [ca.vertcat(*J.nonzeros())])}
+
+    def _hessian_kernel_functions(self) -> dict[str, ca.Function]:
+        """The lower triangle of the Hessian of lam' vec(diag(rs) G) of one interval ("hess"), pattern in
+        ``self._hess_pattern``."""
+        ins, Gs, v = self._scaled_interval()
+        lam = ca.SX.sym("lam", Gs.numel())
+        H = ca.tril(ca.hessian(ca.dot(lam, Gs), v)[0])
+        self._hess_pattern = tuple(np.array(i) for i in H.sparsity().get_triplet())
+        return {"hess": ca.Function("nlp_hess", ins + [lam], [ca.vertcat(*H.nonzeros())])}
+
+    def _point_kernel_functions(self) -> dict[str, ca.Function]:
+        """Kernels of one collocation point j (inputs t, scaled x_j, sx): the output error E_j ("err"), its
+        Jacobian w.r.t. x_j ("err_jac", pattern ``self._err_jac_pattern``), the gradient of a |E_j|^2
+        ("err_grad", input a) and the lower triangle of the Hessian of a |E_j|^2 + mu' E_j ("err_hess", inputs
+        a, mu; pattern ``self._err_hess_pattern``): the tracking penalty and the band rows."""
+        t, xs, sx = ca.SX.sym("t"), ca.SX.sym("xs", self.n_x), ca.SX.sym("sx", self.n_x)
+        a, mu = ca.SX.sym("a"), ca.SX.sym("mu", self.n_out)
+        E = self._point["err"](t, sx * xs)
+        J = ca.jacobian(E, xs)
+        H = ca.tril(ca.hessian(a * ca.sumsqr(E) + ca.dot(mu, E), xs)[0])
+        self._err_jac_pattern = tuple(np.array(i) for i in J.sparsity().get_triplet())
+        self._err_hess_pattern = tuple(np.array(i) for i in H.sparsity().get_triplet())
+        return {"err": ca.Function("nlp_err", [t, xs, sx], [E]),
+                "err_jac": ca.Function("nlp_err_jac", [t, xs, sx], [ca.vertcat(*J.nonzeros())]),
+                "err_grad": ca.Function("nlp_err_grad", [t, xs, sx, a], [ca.gradient(a * ca.sumsqr(E), xs)]),
+                "err_hess": ca.Function("nlp_err_hess", [t, xs, sx, a, mu], [ca.vertcat(*H.nonzeros())])}
+
+    def _point_inputs(self, w_scaled, a=None, mu=None) -> IntervalInputs:
+        """The point kernels' inputs of every collocation point (t_j, x_j, sx[, a_j, mu_j]) from the scaled w."""
+        nx, n_pts = self.n_x, self.K * self.d
+        w = np.ascontiguousarray(w_scaled, dtype=float).ravel()
+        inputs = IntervalInputs(arrays=[self.tc, w, self.sx], offsets=[0, nx, 0], strides=[1, nx, 0],
+                                sizes=[1, nx, nx], K=n_pts)
+        for arr, n in ((a, 1), (mu, self.n_out)):
+            if arr is not None:
+                inputs.arrays.append(np.ascontiguousarray(arr, dtype=float))
+                inputs.offsets.append(0)
+                inputs.strides.append(n)
+                inputs.sizes.append(n)
+        return inputs
 
     def _jacobian_assembly(self):
         """Global (row, column) indices of every local Jacobian nonzero of every interval."""
-        if hasattr(self, "_jac_map"):
+        if hasattr(self, "_jac_rows"):
             return
-        self._jac_map = self.interval_jacobian().map(self.K)
+        self.kernels("jac")
         rows, cols = self._jac_pattern
         grow = rows[:, None] + self.n_eq * self.d * np.arange(self.K)[None, :]
         self._jac_rows, self._jac_cols = grow.ravel(order="F"), self._local_to_global(cols).ravel(order="F")
-
-    def interval_hessian(self) -> ca.Function:
-        """(xs, X, U, tk, h, lam) -> nonzeros of the lower triangle of the Hessian of lam' vec(G)
-        w.r.t. [xs; vec(X); vec(U)] (one interval, SX); pattern in ``self._hess_pattern``."""
-        d = self.d
-        xs, X, U = ca.SX.sym("xs", self.n_x), ca.SX.sym("X", self.n_x, d), ca.SX.sym("U", self.N, d)
-        tk, h, lam = ca.SX.sym("tk"), ca.SX.sym("h"), ca.SX.sym("lam", self.n_eq * d)
-        G, _ = self.interval_function()(xs, X, U, tk, h)
-        H = ca.tril(ca.hessian(ca.dot(lam, ca.vec(G)), ca.vertcat(xs, ca.vec(X), ca.vec(U)))[0])
-        rows, cols = H.sparsity().get_triplet()
-        self._hess_pattern = (np.array(rows), np.array(cols))
-        return ca.Function("interval_hess", [xs, X, U, tk, h, lam], [ca.vertcat(*H.nonzeros())])
 
     def _local_to_global(self, local: np.ndarray) -> np.ndarray:
         """Global w indices (n_local, K) of the local interval columns [xs; vec(X); vec(U)]."""
@@ -257,38 +309,54 @@ class Transcription:
         local = np.asarray(local)[:, None]
         return np.where(local < n_state, local + nx * d * k, nx * (1 + K * d) + N * d * k + (local - n_state))
 
-    def _interval_inputs(self, w_scaled: np.ndarray):
-        nx, n_pts = self.n_x, self.K * self.d
-        w = np.asarray(w_scaled, float).ravel()
-        Xall = (w[: nx * (1 + n_pts)].reshape(1 + n_pts, nx) * self.sx).T
-        U = w[nx * (1 + n_pts): nx * (1 + n_pts) + self.N * n_pts].reshape(n_pts, self.N).T * self.su[:, None]
-        tk = self.t0 + self.h * np.arange(self.K)
-        return Xall[:, 0:n_pts:self.d], Xall[:, 1:], U, tk[None, :], self.h
+    def _kernel_inputs(self, w_scaled, row_scale=None, lam=None) -> IntervalInputs:
+        """The kernels' inputs of every interval, read from the scaled w (layout [x0; X; U; Uc]) in place:
+        interval k starts at the point before it (x0 for k = 0), its X and U blocks are contiguous."""
+        d, K, nx, N = self.d, self.K, self.n_x, self.N
+        w = np.ascontiguousarray(w_scaled, dtype=float).ravel()
+        rs = np.ones(self.n_eq) if row_scale is None else np.asarray(row_scale, float)
+        inputs = IntervalInputs(
+            arrays=[w, w, w, self.t0 + self.h * np.arange(K), np.array([self.h]), self.sx, self.su, rs],
+            offsets=[0, nx, nx * (1 + K * d), 0, 0, 0, 0, 0], strides=[nx * d, nx * d, N * d, 1, 0, 0, 0, 0],
+            sizes=[nx, nx * d, N * d, 1, 1, nx, N, self.n_eq], K=K)
+        if lam is not None:  # multipliers of vec(diag(rs) G), interval by interval
+            n = self.n_eq * d
+            inputs.arrays.append(np.ascontiguousarray(lam, dtype=float))
+            inputs.offsets.append(0)
+            inputs.strides.append(n)
+            inputs.sizes.append(n)
+        return inputs
 
     @property
     def column_scale(self) -> np.ndarray:
         """Physical value per unit of each scaled variable."""
         return np.concatenate([np.tile(self.sx, 1 + self.K * self.d), np.tile(self.su, self.K * self.d + self.n_ctrl)])
 
-    def G_hessian_values(self, w_scaled, lam_G) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(rows, cols, values) of the lower triangle of sum lam_G * vec(G), w.r.t. the scaled w."""
-        if not hasattr(self, "_hess_map"):
-            self._hess_map = self.interval_hessian().map(self.K)
+    def G_residual(self, w_scaled: np.ndarray, row_scale=None) -> np.ndarray:
+        """vec(diag(row_scale) G) at the scaled w, by the interval kernel (row_scale None: unscaled rows)."""
+        return self.kernels("jac")["res"].evaluate(self._kernel_inputs(w_scaled, row_scale))
+
+    def G_hessian_values(self, w_scaled, lam_G, row_scale=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(rows, cols, values) of the lower triangle of the Hessian of sum lam_G * vec(diag(row_scale) G)
+        w.r.t. the scaled w (row_scale None: unscaled rows)."""
+        kernel = self.kernels("hess")["hess"]
+        if not hasattr(self, "_hess_rows"):
             r, c = self._hess_pattern
             self._hess_rows = self._local_to_global(r).ravel(order="F")
             self._hess_cols = self._local_to_global(c).ravel(order="F")
-        lam = np.asarray(lam_G, float).reshape(self.K, self.n_eq * self.d).T
-        vals = np.array(self._hess_map(*self._interval_inputs(w_scaled), lam)).ravel(order="F")
-        cs = self.column_scale
-        return self._hess_rows, self._hess_cols, vals * cs[self._hess_rows] * cs[self._hess_cols]
+        vals = kernel.evaluate(self._kernel_inputs(w_scaled, row_scale, lam_G))
+        return self._hess_rows, self._hess_cols, vals
 
-    def G_jacobian(self, w_scaled: np.ndarray) -> scipy.sparse.csc_matrix:
-        """d vec(G) / d w (w scaled) as a sparse matrix, assembled interval by interval."""
+    def G_jacobian_values(self, w_scaled: np.ndarray, row_scale=None) -> np.ndarray:
+        """Nonzeros of d vec(diag(row_scale) G) / d w (w scaled) at (self._jac_rows, self._jac_cols)."""
         self._jacobian_assembly()
-        vals = np.array(self._jac_map(*self._interval_inputs(w_scaled))).ravel(order="F")
+        return self.kernels("jac")["jac"].evaluate(self._kernel_inputs(w_scaled, row_scale))
+
+    def G_jacobian(self, w_scaled: np.ndarray, row_scale=None) -> scipy.sparse.csc_matrix:
+        """d vec(diag(row_scale) G) / d w (w scaled) as a sparse matrix, assembled interval by interval."""
+        vals = self.G_jacobian_values(w_scaled, row_scale)
         shape = (self.n_eq * self.K * self.d, np.asarray(w_scaled).size)
-        return scipy.sparse.csc_matrix((vals * self.column_scale[self._jac_cols], (self._jac_rows, self._jac_cols)),
-                                       shape)
+        return scipy.sparse.csc_matrix((vals, (self._jac_rows, self._jac_cols)), shape)
 
     # ------------------------------------------------------------------ guesses
     def rest_guess(self) -> Guess:
@@ -359,8 +427,10 @@ class Transcription:
             g_parts.append(ca.vec(Us - ca.mtimes(Ucs, ca.DM(self.P.T.tocsc()))))
             lbg.append(np.zeros(N * n_pts))
             ubg.append(np.zeros(N * n_pts))
+        band = None  # (first row, 1 / band half-width) of the band rows E / tol
         if s.tracking == "band":
             tol = s.band_mm * 1e-3
+            band = (sum(int(p.numel()) for p in g_parts), 1.0 / tol)
             g_parts.append(ca.vec(E) / tol)
             lbg.append(-np.ones(self.n_out * n_pts))
             ubg.append(np.ones(self.n_out * n_pts))
@@ -377,20 +447,24 @@ class Transcription:
             lbg.append(-np.ones(N * dt.size))
             ubg.append(np.ones(N * dt.size))
 
-        f = self._objective(x0, X, U, dU, E, dt)
+        f_quad, weights = self._objective(x0, X, U, dU, dt)
+        f = f_quad if weights is None else f_quad + ca.sum2(ca.sum1(E**2) * ca.DM(weights).T)
         # Objective scaling: the smoothness Hessian grows like 1/dt; an unscaled one spoils the
         # KKT factorisation (MUMPS pivoting, linear convergence measured on E12 at h = 1 ms).
         tau = max(self.reference.t_motion_end - self.reference.t_motion_start, 1e-3)
         obj_scale = 1.0 / max(1.0, 2.0 * tau**2 / ((self.tf - self.t0) * dt.min()))
-        f = f * obj_scale
+        f, f_quad = f * obj_scale, f_quad * obj_scale
+        weights = None if weights is None else weights * obj_scale
         lbx, ubx = self._bounds(guess, sx, su)
         info = {"row_scale": row_scale, "objective_scale": obj_scale, "n_intervals": K, "h": self.h, "degree": d,
                 "formulation": "I1 (dummy derivatives)" if self.exact else "forward dynamics"}
-        if len(g_parts) == 1:  # g = vec(diag(row_scale) G): its Jacobian by interval-wise assembly
-            rows = scipy.sparse.diags(np.tile(row_scale, n_pts))
-            info["jac_g"] = lambda w_scaled: (rows @ self.G_jacobian(w_scaled)).tocsc()
-        g_rest = ca.vertcat(*g_parts[1:])
-        info["derivatives"] = lambda: StructuredDerivatives(self, w, f, g_rest, row_scale)  # built on demand
+        if len(g_parts) == 1:  # g = vec(diag(row_scale) G): g and its Jacobian by the interval kernels
+            info["jac_g"] = lambda w_scaled: self.G_jacobian(w_scaled, row_scale)
+            info["g"] = lambda w_scaled: self.G_residual(w_scaled, row_scale)
+        first = np.cumsum([0] + [int(p.numel()) for p in g_parts])  # the hold and rate rows are linear in w
+        linear = [(int(first[i]), p) for i, p in enumerate(g_parts) if i > 0 and (band is None or first[i] != band[0])]
+        info["derivatives"] = lambda: StructuredDerivatives(  # built on demand
+            self, w, ObjectiveParts(f_quad, weights), linear, band, row_scale)
         self._E_fun = ca.Function("E", [w], [E])
         self._G_fun = ca.Function("G", [w], [G])
         return NlpProblem(w, f, ca.vertcat(*g_parts), lbx, ubx, np.concatenate(lbg), np.concatenate(ubg),
@@ -419,26 +493,29 @@ class Transcription:
             raise ProblemError(f"{name}: must be > 0, got {arr.tolist()}")
         return arr
 
-    def _objective(self, x0, X, U, dU, E, dt):
+    def _objective(self, x0, X, U, dU, dt):
+        """(f_quad, weights): the objective is f_quad + sum_j weights[j] |E_j|^2 over the collocation points j,
+        f_quad quadratic in w (smoothness or effort, the rest penalties of a non-causal horizon); weights None
+        without a tracking penalty."""
         s = self.settings
         T = self.tf - self.t0
         tau = max(self.reference.t_motion_end - self.reference.t_motion_start, 1e-3)
-        quad = ca.DM(np.tile(self.rule.weights * self.h, self.K)).T  # (1, Kd) quadrature weights
+        quad = np.tile(self.rule.weights * self.h, self.K)  # quadrature weights of the collocation points
         inv_su = ca.diag(ca.DM(1.0 / self.su))
         if s.objective == "effort":
-            f = ca.sum2(ca.sum1((inv_su @ (U - ca.DM(self.u_rest))) ** 2) * quad) / T
+            f = ca.sum2(ca.sum1((inv_su @ (U - ca.DM(self.u_rest))) ** 2) * ca.DM(quad).T) / T
         elif s.objective == "smoothness":
             f = ca.sum2(ca.sum1((inv_su @ dU) ** 2) / ca.DM(dt).T) * tau**2 / T
         else:
             f = 1e-6 * ca.sum2(ca.sum1((inv_su @ dU) ** 2) / ca.DM(dt).T) * tau**2 / T
-        if s.tracking == "penalty" or s.objective == "tracking":
-            e_scale = s.band_mm * 1e-3
-            f = f + s.penalty_weight * ca.sum2(ca.sum1((E / e_scale) ** 2) * quad) / T
+        weights = None
+        if s.tracking == "penalty" or s.objective == "tracking":  # penalty_weight * int |E / e_scale|^2 dt / T
+            weights = s.penalty_weight * quad / ((s.band_mm * 1e-3) ** 2 * T)
         if self.noncausal:
             inv_sx = ca.DM(1.0 / self.sx)
             rest_end = X[self.nq:2 * self.nq, -1] * inv_sx[self.nq:2 * self.nq]
             f = f + REST_WEIGHT * (ca.sumsqr((x0 - ca.DM(self.x_rest)) * inv_sx) + ca.sumsqr(rest_end))
-        return f
+        return f, weights
 
     def _bounds(self, guess, sx, su):
         s = self.settings
@@ -509,43 +586,116 @@ class SparseAssembly:
         return np.bincount(self._inverse, weights=vals, minlength=self.rows.size)
 
 
-class StructuredDerivatives:
-    """Jacobian of g and Hessian of the Lagrangian assembled interval by interval.
+@dataclass
+class ObjectiveParts:
+    """The scaled objective as f_quad(w) + sum_j weights[j] |E_j|^2: f_quad quadratic in w (MX), E_j the output
+    error at collocation point j (weights None: no tracking penalty)."""
 
-    The dynamics rows (row-scaled vec(G)) are differentiated per interval in SX and scattered
-    into the global pattern; the rest (objective, band and rate rows: cheap, they do not pass
-    through the dynamics) by CasADi AD of the MX graph. On E12 (h = 2 ms) one Hessian takes
-    ~0.02 s instead of 0.19 s for CasADi's Hessian of the whole mapped graph (results/nlp.md).
+    f_quad: ca.MX
+    weights: np.ndarray | None
+
+
+class StructuredDerivatives:
+    """f, its gradient, g, the Jacobian of g and the Hessian of the Lagrangian, all from small kernels.
+
+    - the dynamics rows vec(diag(row_scale) G): the interval kernels (``Transcription.kernels``);
+    - the output error E_j (tracking penalty, band rows E_j / tol): the point kernels;
+    - the quadratic part of the objective 0.5 w'Qw + b'w + c and the linear rows A w + a (hold and torque-rate
+      rows): Q, b, c, A, a computed once (CasADi AD of those small parts, at w = 0).
+
+    On E12 (h = 2 ms, penalty tracking) one Hessian takes ~0.002 s compiled instead of 0.19 s for CasADi's
+    Hessian of the whole mapped graph (results/nlp.md).
     """
 
-    def __init__(self, tr: "Transcription", w: ca.MX, f: ca.MX, g_rest: ca.MX, row_scale: np.ndarray):
-        self.tr, n_pts = tr, tr.K * tr.d
-        self.n_G, n_w = tr.n_eq * n_pts, int(w.numel())
-        self.n_g = self.n_G + int(g_rest.numel())
-        self._rs = np.tile(row_scale, n_pts)
-        sigma, lam = ca.MX.sym("sigma"), ca.MX.sym("lam", g_rest.numel())
-        self._jac_rest = ca.Function("jac_rest", [w], [ca.jacobian(g_rest, w)])
-        self._hess_rest = ca.Function("hess_rest", [w, sigma, lam],
-                                      [ca.tril(ca.hessian(sigma * f + ca.dot(lam, g_rest), w)[0])])
+    def __init__(self, tr: "Transcription", w: ca.MX, objective: ObjectiveParts, linear: list, band, row_scale):
+        self.tr, n_pts, n_w = tr, tr.K * tr.d, int(w.numel())
+        self.n_G, self.n_pts, self.n_w = tr.n_eq * n_pts, n_pts, n_w
+        self._row_scale, self._band, self._weights = row_scale, band, objective.weights
+        uses_error = band is not None or objective.weights is not None
+        self.n_g = self.n_G + sum(int(p.numel()) for _, p in linear) + (tr.n_out * n_pts if band is not None else 0)
+        H, grad = ca.hessian(objective.f_quad, w)
+        c, b, Q = (ca.Function("quad", [w], [objective.f_quad, grad, H])(np.zeros(n_w)))
+        self._c, self._b = float(c), np.array(b).ravel()
+        self._Q = scipy.sparse.csc_matrix(Q.sparse())
+        Q_low = scipy.sparse.tril(self._Q).tocoo()
+        self._A, self._a, lin_rows = self._linear_rows(w, linear)
         tr._jacobian_assembly()
-        jr, jc = self._jac_rest.sparsity_out(0).get_triplet()
-        self._jr, self._jc = np.array(jr, np.int64) + self.n_G, np.array(jc, np.int64)
-        self.jac = SparseAssembly(np.concatenate([tr._jac_rows, self._jr]), np.concatenate([tr._jac_cols, self._jc]),
-                                  (self.n_g, n_w))
-        w0 = np.zeros(n_w)
-        hr, hc, _ = tr.G_hessian_values(w0 + 1.0, np.zeros(self.n_G))
-        sr, sc = self._hess_rest.sparsity_out(0).get_triplet()
-        self.hess = SparseAssembly(np.concatenate([hr, sr]), np.concatenate([hc, sc]), (n_w, n_w))
+        J_parts = [(tr._jac_rows, tr._jac_cols), (self._A.row, self._A.col)]
+        H_parts = [tr.G_hessian_values(np.ones(n_w), np.zeros(self.n_G), row_scale)[:2], (Q_low.row, Q_low.col)]
+        self._lin_rows = lin_rows
+        if uses_error:
+            tr.kernels("pt")
+            pts = np.arange(n_pts)[None, :]
+            er, ec = (np.asarray(i)[:, None] for i in tr._err_jac_pattern)
+            hr, hc = (np.asarray(i)[:, None] for i in tr._err_hess_pattern)
+            if band is not None:
+                J_parts.append(((band[0] + tr.n_out * pts + er).ravel(order="F"), (tr.n_x * (1 + pts) + ec).ravel(order="F")))
+            H_parts.append(((tr.n_x * (1 + pts) + hr).ravel(order="F"), (tr.n_x * (1 + pts) + hc).ravel(order="F")))
+        self._Q_low_vals = Q_low.data
+        self._A_vals = self._A.data
+        self.jac = SparseAssembly(*(np.concatenate(x) for x in zip(*J_parts)), (self.n_g, n_w))
+        self.hess = SparseAssembly(*(np.concatenate(x) for x in zip(*H_parts)), (n_w, n_w))
+
+    def _linear_rows(self, w, linear):
+        """(A (coo), a, rows): the linear rows A w + a of g and their global row indices."""
+        if not linear:
+            return scipy.sparse.coo_matrix((0, self.n_w)), np.zeros(0), np.zeros(0, np.int64)
+        expr = ca.vertcat(*(p for _, p in linear))
+        a, A = ca.Function("lin", [w], [expr, ca.jacobian(expr, w)])(np.zeros(self.n_w))
+        rows = np.concatenate([first + np.arange(int(p.numel())) for first, p in linear])
+        A = scipy.sparse.csr_matrix(A.sparse())
+        A_global = scipy.sparse.coo_matrix((A.tocoo().data, (rows[A.tocoo().row], A.tocoo().col)), (self.n_g, self.n_w))
+        return A_global, np.array(a).ravel(), rows
+
+    # ---------------------------------------------------------------- the output error at the points
+    def _error(self, w) -> np.ndarray:
+        return self.tr.kernels("pt")["err"].evaluate(self.tr._point_inputs(w))
+
+    def objective(self, w) -> float:
+        # no BLAS calls (np.dot, @ on vectors) here: on a loaded machine a threaded BLAS's dot of 15k numbers took
+        # 1.5 ms instead of 0.02 ms, and its spinning worker threads slowed IPOPT's factorisations down
+        w = np.asarray(w, float)
+        f = self._c + float(np.sum(w * (self._b + 0.5 * (self._Q @ w))))
+        if self._weights is not None:
+            E = self._error(w).reshape(self.n_pts, -1)
+            f += float(np.sum(self._weights[:, None] * E * E))
+        return f
+
+    def gradient(self, w) -> np.ndarray:
+        w = np.asarray(w, float)
+        grad = self._Q @ w + self._b
+        if self._weights is not None:  # d/dx_j of weights_j |E_j|^2, x_j contiguous in w
+            tr = self.tr
+            g_pts = tr.kernels("pt")["err_grad"].evaluate(tr._point_inputs(w, self._weights))
+            grad[tr.n_x: tr.n_x * (1 + self.n_pts)] += g_pts
+        return grad
+
+    def constraints(self, w) -> np.ndarray:
+        w = np.asarray(w, float)
+        g = np.empty(self.n_g)
+        g[: self.n_G] = self.tr.G_residual(w, self._row_scale)
+        if self._lin_rows.size:
+            g[self._lin_rows] = (self._A @ w)[self._lin_rows] + self._a
+        if self._band is not None:
+            first, inv_tol = self._band
+            g[first: first + self.tr.n_out * self.n_pts] = self._error(w) * inv_tol
+        return g
 
     def jacobian_values(self, w) -> np.ndarray:
         tr = self.tr
-        vals = np.array(tr._jac_map(*tr._interval_inputs(w))).ravel(order="F")
-        vals = vals * tr.column_scale[tr._jac_cols] * self._rs[tr._jac_rows]
-        rest = np.array(self._jac_rest(w).nonzeros()) if self._jr.size else np.zeros(0)
-        return self.jac.values(np.concatenate([vals, rest]))
+        parts = [tr.G_jacobian_values(w, self._row_scale), self._A_vals]
+        if self._band is not None:
+            parts.append(tr.kernels("pt")["err_jac"].evaluate(tr._point_inputs(w)) * self._band[1])
+        return self.jac.values(np.concatenate(parts))
 
     def hessian_values(self, w, lam, sigma) -> np.ndarray:
-        lam = np.asarray(lam, float).ravel()
-        _, _, vals = self.tr.G_hessian_values(w, lam[: self.n_G] * self._rs)
-        rest = np.array(self._hess_rest(w, sigma, lam[self.n_G:]).nonzeros())
-        return self.hess.values(np.concatenate([vals, rest]))
+        tr, lam = self.tr, np.asarray(lam, float).ravel()
+        parts = [tr.G_hessian_values(w, lam[: self.n_G], self._row_scale)[2], sigma * self._Q_low_vals]
+        if self._weights is not None or self._band is not None:  # sigma weights_j |E_j|^2 + lam_band_j' E_j / tol
+            a = sigma * self._weights if self._weights is not None else np.zeros(self.n_pts)
+            mu = np.zeros(self.n_pts * tr.n_out)
+            if self._band is not None:
+                first, inv_tol = self._band
+                mu = lam[first: first + tr.n_out * self.n_pts] * inv_tol
+            parts.append(tr.kernels("pt")["err_hess"].evaluate(tr._point_inputs(w, a, mu)))
+        return self.hess.values(np.concatenate(parts))

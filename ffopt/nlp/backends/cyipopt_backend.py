@@ -1,9 +1,9 @@
 """Backend: IPOPT through cyipopt (PyPI package cyipopt-wheels), on the same CasADi functions.
 
-CasADi supplies f, its gradient and g; the sparse Jacobian of g and the lower triangle of the
-Hessian of the Lagrangian come from the transcription's interval-wise assembly
-(``transcription.StructuredDerivatives``) when it offers one, else from CasADi AD of the whole
-graph. cyipopt drives its own bundled IPOPT with them.
+f, its gradient, g, the sparse Jacobian of g and the lower triangle of the Hessian of the Lagrangian
+come from the transcription's kernels (``transcription.StructuredDerivatives``: compiled C per interval
+and per collocation point, ``ffopt.nlp.compiled``) when it offers them, else from CasADi (AD of the whole
+graph). cyipopt drives its own bundled IPOPT with them.
 """
 
 from __future__ import annotations
@@ -31,13 +31,16 @@ class _CasadiCallbacks:
         self.monitor = monitor
         self.ipopt = None  # the cyipopt.Problem, for the current iterate
         self.bounds = (problem.lbx, problem.ubx, problem.lbg, problem.ubg)
-        self._f = ca.Function("f", [w], [f])
-        self._grad = ca.Function("grad_f", [w], [ca.gradient(f, w)])
-        self._g = ca.Function("g", [w], [g])
-        make = problem.info.get("derivatives")  # interval-wise assembly (transcription.py)
+        make = problem.info.get("derivatives")  # interval-wise kernels (transcription.py)
         self._der = make() if make is not None else None
         if self._der is not None:
+            self._f, self._grad, self._g = self._der.objective, self._der.gradient, self._der.constraints
             return
+        f_fun, grad_fun, g_fun = (ca.Function(name, [w], [expr]) for name, expr in
+                                  (("f", f), ("grad_f", ca.gradient(f, w)), ("g", g)))
+        self._f = lambda x: float(f_fun(x))  # noqa: E731
+        self._grad = lambda x: np.array(grad_fun(x)).ravel()  # noqa: E731
+        self._g = lambda x: np.array(g_fun(x)).ravel()  # noqa: E731
         sigma, lam = ca.MX.sym("sigma"), ca.MX.sym("lam", g.numel())
         jac = ca.jacobian(g, w)
         hess = ca.tril(ca.hessian(sigma * f + ca.dot(lam, g), w)[0])
@@ -53,13 +56,13 @@ class _CasadiCallbacks:
         return out
 
     def objective(self, w):
-        return float(self._timed(self._f, w))
+        return self._timed(self._f, w)
 
     def gradient(self, w):
-        return np.array(self._timed(self._grad, w)).ravel()
+        return self._timed(self._grad, w)
 
     def constraints(self, w):
-        return np.array(self._timed(self._g, w)).ravel()
+        return self._timed(self._g, w)
 
     def jacobianstructure(self):
         if self._der is not None:

@@ -54,7 +54,10 @@ def solve_square(problem: NlpProblem, feas_tol: float, monitor: SolveMonitor, ma
         return not_started(w, "casadi", monitor)
     tic = time.perf_counter()
     w_sym = problem.w
-    g_fun = ca.Function("g", [w_sym], [problem.g])
+    g_fun = problem.info.get("g")  # the transcription's interval kernels, if it has them
+    if g_fun is None:
+        g_mx = ca.Function("g", [w_sym], [problem.g])
+        g_fun = lambda x: np.array(g_mx(x)).ravel()  # noqa: E731
     jac_fun = problem.info.get("jac_g")  # the transcription's interval-wise assembly, if it has one
     if jac_fun is None:
         jac_mx = ca.Function("jac_g", [w_sym], [ca.jacobian(problem.g, w_sym)])
@@ -77,7 +80,7 @@ def solve_square(problem: NlpProblem, feas_tol: float, monitor: SolveMonitor, ma
         return out
 
     def residual(x):
-        return np.array(evaluate(g_fun, x)).ravel() - target
+        return evaluate(g_fun, x) - target
 
     r = residual(w)
     norm = np.abs(r).max()

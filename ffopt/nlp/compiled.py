@@ -1,0 +1,177 @@
+"""Interval kernels of the collocation NLP: one interval's residual rows, their Jacobian and the Hessian of
+lam' rows (SX), evaluated for all K intervals straight from the scaled NLP vector w.
+
+A kernel takes (xs, X, U, tk, h, sx, su, rs[, lam]): the scaled start state, collocation states and torques of
+one interval, its start time, the step, the variable scales and the row scales (and the multipliers of its
+rows). It returns the nonzeros of the row-scaled residual vec(diag(rs) G), of its Jacobian w.r.t. the scaled
+[xs; vec(X); vec(U)], or of the lower triangle of the Hessian of lam' vec(diag(rs) G), so no scaling is left
+to do in numpy. The interval's inputs are read from w at fixed strides (``IntervalInputs``): no copies.
+
+Two evaluators give the same numbers: CasADi's virtual machine (a map of the SX function over K), and the
+functions generated as C (``ffopt.codegen``), compiled once with gcc -O0 into the disk cache under a hash of
+the serialized functions and called for all intervals by one C loop (ctypes, writing into numpy arrays).
+Measured on E12, h = 2 ms (results/nlp.md, "Compiled interval derivatives"): see there. A failed build warns
+(RuntimeWarning) and falls back to the virtual machine.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import subprocess
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import casadi as ca
+import numpy as np
+
+from ffopt.codegen import CFLAGS_QUICK, cache_dir, compile_library, compiler
+
+_CODE_VERSION = "nlp-kernels-1"
+_LOADED: dict[str, ctypes.CDLL] = {}  # library path -> loaded library
+_FAILED: set[str] = set()  # keys whose build failed in this process (warned once)
+
+# One C loop per kernel: K calls of the generated function, input i of interval k at base[i] + k stride[i],
+# the output of interval k at out + k out_stride. Returns 0, -1 (no memory) or k + 1 (interval k failed).
+_BATCH = """
+/* ffopt NLP interval kernel loop */
+#include <stdlib.h>
+CASADI_SYMBOL_EXPORT int {name}_batch(casadi_int K, const casadi_real** base, const casadi_int* stride,
+                                      casadi_real* out, casadi_int out_stride) {{
+  casadi_int sz_arg, sz_res, sz_iw, sz_w, k, i, n_in = {name}_n_in();
+  int flag = 0, mem;
+  {name}_work(&sz_arg, &sz_res, &sz_iw, &sz_w);
+  const casadi_real** arg = (const casadi_real**) malloc(sizeof(casadi_real*) * sz_arg);
+  casadi_real** res = (casadi_real**) malloc(sizeof(casadi_real*) * sz_res);
+  casadi_int* iw = (casadi_int*) malloc(sizeof(casadi_int) * (sz_iw > 0 ? sz_iw : 1));
+  casadi_real* w = (casadi_real*) malloc(sizeof(casadi_real) * (sz_w > 0 ? sz_w : 1));
+  if (!arg || !res || !iw || !w) {{
+    free((void*) arg); free(res); free(iw); free(w);
+    return -1;
+  }}
+  {name}_incref();
+  mem = {name}_checkout();
+  for (k = 0; k < K && !flag; ++k) {{
+    for (i = 0; i < n_in; ++i) arg[i] = base[i] + k * stride[i];
+    res[0] = out + k * out_stride;
+    if ({name}(arg, res, iw, w, mem)) flag = (int) (k + 1);
+  }}
+  {name}_release(mem);
+  {name}_decref();
+  free((void*) arg); free(res); free(iw); free(w);
+  return flag;
+}}
+"""
+
+
+@dataclass
+class IntervalInputs:
+    """Where each kernel input of interval k is: ``arrays[i][offsets[i] + k * strides[i]:][:sizes[i]]``."""
+
+    arrays: list
+    offsets: list
+    strides: list
+    sizes: list
+    K: int
+
+    def columns(self, i: int) -> np.ndarray:
+        """Input i of all intervals as an (size, K) array (a strided view where possible), for CasADi's map."""
+        a, o, s, n = self.arrays[i], self.offsets[i], self.strides[i], self.sizes[i]
+        if s == 0:
+            return a[o:o + n]
+        view = np.lib.stride_tricks.as_strided(a[o:], shape=(self.K, n), strides=(s * a.itemsize, a.itemsize),
+                                               writeable=False)
+        return view.T
+
+
+class IntervalKernel:
+    """One SX kernel (output: a dense column of nonzeros) evaluated for K intervals."""
+
+    def __init__(self, fun: ca.Function):
+        self.fun, self.n_out = fun, int(fun.nnz_out(0))
+        self._maps: dict[int, ca.Function] = {}
+        self._batch = None  # the compiled loop (ctypes), once loaded
+
+    def evaluate(self, inputs: IntervalInputs) -> np.ndarray:
+        """Output of every interval, (n_out * K,) interval by interval."""
+        if self._batch is not None:
+            return self._evaluate_compiled(inputs)
+        K = inputs.K
+        if K not in self._maps:
+            self._maps[K] = self.fun.map(K)
+        args = [inputs.columns(i) for i in range(len(inputs.arrays))]
+        return np.asarray(self._maps[K](*args)).ravel(order="F")
+
+    def _evaluate_compiled(self, inputs: IntervalInputs) -> np.ndarray:
+        n = len(inputs.arrays)
+        arrays = [np.ascontiguousarray(a, dtype=float) for a in inputs.arrays]
+        base = (ctypes.POINTER(ctypes.c_double) * n)(
+            *(ctypes.cast(a.ctypes.data + 8 * o, ctypes.POINTER(ctypes.c_double))
+              for a, o in zip(arrays, inputs.offsets)))
+        stride = (ctypes.c_longlong * n)(*inputs.strides)
+        out = np.empty(self.n_out * inputs.K)
+        flag = self._batch(inputs.K, base, stride, out.ctypes.data_as(ctypes.POINTER(ctypes.c_double)), self.n_out)
+        if flag < 0:
+            raise MemoryError("the compiled NLP kernel could not allocate its work arrays")
+        if flag > 0:  # as CasADi's own evaluation: an interval whose function failed gives NaN
+            out[(flag - 1) * self.n_out:] = np.nan
+        return out
+
+
+def compile_kernels(kernels: dict[str, IntervalKernel], tag: str) -> bool:
+    """Compile the kernels' functions into one library of the disk cache (gcc -O0, once per hash of the
+    serialized functions) and switch them to it. False (and a RuntimeWarning, once per process) if the
+    build or the loading fails: the kernels stay in CasADi's virtual machine, with the same numbers."""
+    funs = [k.fun for k in kernels.values()]
+    try:
+        text = "".join(f.serialize() for f in funs)
+    except RuntimeError:
+        return False
+    settings = (_CODE_VERSION, ca.__version__, compiler(), CFLAGS_QUICK, tag)
+    key = hashlib.sha256((repr(settings) + text).encode()).hexdigest()
+    if key in _FAILED:
+        return False
+    so = cache_dir() / f"nlp_{tag}_{key[:32]}.so"
+    named = [_renamed(f, f"{f.name()}_{key[:12]}") for f in funs]  # unique symbols per library
+    try:
+        if not so.exists():
+            source = "".join(_BATCH.format(name=f.name()) for f in named)
+            compile_library(named, so, extra_source=source, flags=CFLAGS_QUICK)
+        lib = _LOADED.get(str(so)) or ctypes.CDLL(str(so))
+        _LOADED[str(so)] = lib
+        batches = [_batch_function(lib, f.name()) for f in named]
+    except (OSError, RuntimeError, AttributeError, subprocess.SubprocessError) as err:
+        _FAILED.add(key)
+        warnings.warn(f"compiling the NLP's interval derivatives failed ({_first_error(err)}); "
+                      "they run in CasADi's virtual machine (slower, same numbers)", RuntimeWarning, stacklevel=2)
+        return False
+    for kernel, batch in zip(kernels.values(), batches):
+        kernel._batch = batch
+    return True
+
+
+def _first_error(err: Exception) -> str:
+    """The compiler's first error line (else the message's first line)."""
+    lines = str(err).strip().splitlines() or [type(err).__name__]
+    return next((line.strip() for line in lines if "error" in line), lines[0])[:300]
+
+
+def _renamed(fun: ca.Function, name: str) -> ca.Function:
+    args = fun.sx_in()
+    return ca.Function(name, args, fun.call(args))
+
+
+def _batch_function(lib: ctypes.CDLL, name: str):
+    fn = getattr(lib, f"{name}_batch")
+    ptr = ctypes.POINTER(ctypes.c_double)
+    fn.argtypes = [ctypes.c_longlong, ctypes.POINTER(ptr), ctypes.POINTER(ctypes.c_longlong), ptr, ctypes.c_longlong]
+    fn.restype = ctypes.c_int
+    return fn
+
+
+def library_path(tag: str, kernels: dict[str, IntervalKernel]) -> Path | None:
+    """The library ``compile_kernels`` uses for these kernels (for tests and benchmarks)."""
+    text = "".join(k.fun.serialize() for k in kernels.values())
+    key = hashlib.sha256((repr((_CODE_VERSION, ca.__version__, compiler(), CFLAGS_QUICK, tag)) + text).encode())
+    return cache_dir() / f"nlp_{tag}_{key.hexdigest()[:32]}.so"

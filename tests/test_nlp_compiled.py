@@ -1,0 +1,84 @@
+"""The NLP's kernels as compiled C (ffopt.nlp.compiled): the same numbers as CasADi's virtual machine, and a
+build that fails warns and falls back to the virtual machine."""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from helpers import c_compiler_or_skip
+from ffopt.dae.equilibrium import static_equilibrium
+from ffopt.dae.forms import choose_dummy_set
+from ffopt.io.problem import load_problem
+from ffopt.nlp import compiled
+from ffopt.nlp.transcription import Transcription
+
+PROBLEMS = Path(__file__).resolve().parents[1] / "problems"
+
+
+def _e12_nlp(compile: bool, step: float = 1e-2):
+    """The bounded E12 NLP (penalty tracking) and the exact one, built from rest on a coarse grid."""
+    p = load_problem(PROBLEMS / "e12_torque_bounded.toml")
+    m, r, g = p.model, p.reference, p.reference_spec.joint_guess
+    q_rest = static_equilibrium(m, np.asarray(r.evaluate(np.array([0.0]))).ravel(), g)
+    dummy = choose_dummy_set(m, q_rest[: m.layout.n_link])
+    out = []
+    for changes in ({}, {"tracking": "exact", "torque_max": None, "objective": "smoothness"}):
+        s = dataclasses.replace(p.nlp, step=step, strategy="causal", compile=compile, **changes)
+        tr = Transcription(m, r, s, q_rest, False, dummy)
+        out.append((tr, tr.build(tr.rest_guess())))
+    return out
+
+
+def _all_values(tr, nlp, seed: int) -> dict:
+    rng = np.random.default_rng(seed)
+    w = nlp.w0 + 0.1 * rng.standard_normal(nlp.w0.size)
+    lam = rng.standard_normal(nlp.n_constraints)
+    der = nlp.info["derivatives"]()
+    values = {"f": np.array([der.objective(w)]), "grad": der.gradient(w), "g": der.constraints(w),
+              "jac": der.jacobian_values(w), "hess": der.hessian_values(w, lam, 0.7)}
+    if "jac_g" in nlp.info:  # the square NLP's Newton path
+        values["newton_g"] = nlp.info["g"](w)
+        values["newton_jac"] = nlp.info["jac_g"](w).toarray().ravel()
+    return values
+
+
+def test_compiled_kernels_equal_the_virtual_machine_on_e12(tmp_path, monkeypatch):
+    """f, its gradient, g, the Jacobian and the Lagrangian Hessian (and the square NLP's g and Jacobian) of
+    the E12 NLPs: compiled C (gcc -O0) against CasADi's virtual machine, at a random point and multipliers,
+    to 1e-12 relative (the same expressions, evaluated in a different order at most)."""
+    c_compiler_or_skip()
+    monkeypatch.setenv("FFOPT_CACHE_DIR", str(tmp_path))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # a failed build (the fallback warns) fails the test
+        fast = _e12_nlp(compile=True)
+    slow = _e12_nlp(compile=False)
+    assert any(p.name.startswith("nlp_") for p in tmp_path.iterdir())  # the libraries were built
+    for (tr_c, nlp_c), (tr_v, nlp_v) in zip(fast, slow):
+        got, ref = _all_values(tr_c, nlp_c, 3), _all_values(tr_v, nlp_v, 3)
+        assert all(k._batch is not None for which in ("jac", "hess") for k in tr_c.kernels(which).values())
+        assert all(k._batch is None for k in tr_v.kernels("jac").values())
+        for name, value in ref.items():
+            scale = np.abs(value).max()
+            assert np.abs(got[name] - value).max() <= 1e-12 * scale, name
+
+
+def test_a_failed_build_warns_and_falls_back_to_the_virtual_machine(tmp_path, monkeypatch):
+    """A syntax error in the generated C: the build fails, a RuntimeWarning says so, the kernels run in the
+    virtual machine and give the same derivatives as a plain virtual-machine build."""
+    c_compiler_or_skip()
+    monkeypatch.setenv("FFOPT_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(compiled, "_FAILED", set())
+    monkeypatch.setattr(compiled, "_BATCH", compiled._BATCH + "\nthis is not C;\n")
+    with pytest.warns(RuntimeWarning, match="compiling the NLP's interval derivatives failed"):
+        (tr, nlp), _ = _e12_nlp(compile=True, step=2e-2)
+    assert all(k._batch is None for k in tr.kernels("jac").values())
+    assert not any(p.suffix == ".so" and p.name.startswith("nlp_") for p in tmp_path.iterdir())
+    (tr_v, nlp_v), _ = _e12_nlp(compile=False, step=2e-2)
+    got, ref = _all_values(tr, nlp, 5), _all_values(tr_v, nlp_v, 5)
+    for name, value in ref.items():
+        np.testing.assert_array_equal(got[name], value)

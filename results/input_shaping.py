@@ -402,7 +402,7 @@ READING = [  # the reading of the numbers above (the run of 2026-11-27; re-read 
     "(ZVD 0.010) in 0.38 s instead of 0.1 (ZVD 0.28 s); the nominal residual stays at rest-to-rest level "
     "(E12 0.00079 mm, E1 7.7e-5 mm) and the peak input falls (E12 9.9e4 -> 4.0e4 N m, E1 6.2e4 -> 1.3e4), "
     "the slower move needing less torque. Shaping the zero dynamics matters: ZVD on the PD-held mode alone "
-    "(the exact plan of that path, not at rest) left 25 mm on E12, both modes 4.8 mm (results/rest_to_rest.md). "
+    "(the exact plan of that path, not at rest) left 25 mm on E12, both modes 4.8 mm (results/robust_rest.md). "
     "On the random arms (no passive joint: no zero dynamics to shape, ZVD on the PD-held mode only, the move "
     "as long as ZVD's) it is at or below ZVD's worst case (random 1 0.0075 vs 0.098 mm, random 3 3.4e-5 vs "
     "4.5e-4, random 4 0.098 vs 0.090, random 2 equal) and 10-2500x below the plain rest-to-rest plan's, with "

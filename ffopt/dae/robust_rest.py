@@ -13,7 +13,7 @@ path's acceleration, the excitation is lambda int s'(t) exp(lambda (T - t)) dt w
 time law): a non-negative mix of phasors exp(j omega (T - t)), t in the move. Over a move shorter than
 half the damped period they lie in a half plane and cannot cancel (E12: omega T = 1.8 rad in 0.3 s): no
 time law of the same move makes it insensitive (measured in results/robust_rest.md: adding the mismatched
-plants' end states to the rest search lowered the worst vibration from 80 to 79 mm, peak torque +77 %).
+plants' end states to the rest search lowered the worst vibration from 80 to 78.6 mm, peak torque +77 %).
 A move as long as a ZVD shaper (Singer & Seering, preshaping command inputs to reduce system vibration)
 can: ``robust_shaper`` convolves the time law with ZVD impulses on both modes (``reference.shaper``; the
 move grows by one damped period of each), whose residual and its derivative with respect to the

@@ -82,3 +82,19 @@ def test_a_failed_build_warns_and_falls_back_to_the_virtual_machine(tmp_path, mo
     got, ref = _all_values(tr, nlp, 5), _all_values(tr_v, nlp_v, 5)
     for name, value in ref.items():
         np.testing.assert_array_equal(got[name], value)
+
+
+def test_stagewise_newton_step_equals_the_sparse_lu_step_on_e12():
+    """The square (exact-tracking) NLP's Newton step by block forward substitution in stage order equals the
+    step of a sparse LU (SuperLU) of the assembled Jacobian, at a perturbed point."""
+    import scipy.sparse.linalg
+
+    _, (tr, nlp) = _e12_nlp(compile=False, step=5e-3)
+    w = nlp.w0 + 1e-3 * np.random.default_rng(7).standard_normal(nlp.w0.size)
+    w[: tr.n_x] = nlp.lbx[: tr.n_x]  # the fixed start state
+    r = nlp.info["g"](w)
+    step = nlp.info["newton_step"](w, r)
+    J = nlp.info["jac_g"](w)[:, tr.n_x:]
+    reference = scipy.sparse.linalg.splu(J.tocsc(), permc_spec="COLAMD").solve(-r)
+    # regression value measured on 2026-11-27: 4.1e-14 relative here (6e-11 at h = 1 ms, 820 stages)
+    assert np.abs(step - reference).max() <= 1e-13 * np.abs(reference).max()

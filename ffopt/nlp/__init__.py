@@ -5,7 +5,8 @@
   or band / penalty tracking on the forward model), torque and torque-rate bounds, objectives,
   pre-/post-actuation (extended horizon)
 - backends/: IPOPT through CasADi (default), through cyipopt, and a pyomo.dae model (.nl file);
-  newton.py: square NLPs (causal exact tracking) by Newton + SuperLU (casadi and auto backends);
+  newton.py: square NLPs (causal exact tracking) by Newton, the step by block forward substitution in stage order
+  (else SuperLU) (casadi and auto backends);
   backend 'auto': Newton if square, else IPOPT via cyipopt with interval-wise derivatives
 - stages.py: the same NLP ordered stage by stage (one stage per interval) for fatrop, a
   stage-structured interior point (backends/fatrop_backend.py: ``nlp.backend = "fatrop"``)

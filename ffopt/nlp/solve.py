@@ -206,7 +206,8 @@ def solve_inverse_nlp(model: FlexibleModel, reference, settings: NlpSettings, qa
 def _solver_name(res) -> str:
     """Which solver produced the plan, for summary.json (e.g. "IPOPT via cyipopt")."""
     if res.method.startswith("newton"):
-        return "Newton + SuperLU (square NLP)"
+        return "Newton + SuperLU (square NLP)" if "SuperLU" in res.method else \
+            "Newton + block forward substitution (square NLP)"
     return {"casadi": "IPOPT via CasADi nlpsol", "cyipopt": "IPOPT via cyipopt", "pyomo": "IPOPT via CasADi (Pyomo model)",
             "fatrop": "fatrop via CasADi (stage-ordered NLP)"}.get(res.backend, res.backend)
 

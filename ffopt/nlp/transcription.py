@@ -49,18 +49,21 @@ so that unstable zero dynamics can be pre-actuated (stable inversion).
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
 
 import casadi as ca
 import numpy as np
 import scipy.sparse
 
+from ffopt.cache import per_model
 from ffopt.dae.forms import build_inverse_dae
 from ffopt.errors import ProblemError
 from ffopt.models.flexible import FlexibleModel
 from ffopt.nlp.collocation import CollocationRule, collocation_rule, collocation_times
 from ffopt.nlp.compiled import IntervalInputs, IntervalKernel, compile_kernels
 from ffopt.nlp.settings import OBJECTIVES, TRACKING, NlpSettings
+_PATTERNS = {"jac": ("_jac_pattern",), "hess": ("_hess_pattern",), "pt": ("_err_jac_pattern", "_err_hess_pattern")}
 REST_WEIGHT = 1e2  # weight of the rest conditions at the ends of a non-causal horizon
 
 
@@ -236,12 +239,22 @@ class Transcription:
         cache = self.__dict__.setdefault("_kernel_cache", {})
         if which in cache:
             return cache[which]
-        build = {"jac": self._jacobian_kernel_functions, "hess": self._hessian_kernel_functions,
-                 "pt": self._point_kernel_functions}[which]
-        funs = build()
-        kernels = {name: IntervalKernel(f) for name, f in funs.items()}
-        if self.settings.compile and not getattr(self, "_compile_failed", False):
-            self._compile_failed = not compile_kernels(kernels, which)  # one warning, then the VM for the rest
+        s = self.settings
+        compile = s.compile and not getattr(self, "_compile_failed", False)
+        # per model and reference (the path enters the output error): a replan pays only for the numbers
+        key = ("nlp_kernels", which, s.scheme, s.degree, self.exact, self.dae.dummy if self.exact else None, compile)
+        by_reference = per_model(self.model, key, weakref.WeakKeyDictionary)
+        hit = by_reference.get(self.reference)
+        if hit is None:
+            build = {"jac": self._jacobian_kernel_functions, "hess": self._hessian_kernel_functions,
+                     "pt": self._point_kernel_functions}[which]
+            kernels = {name: IntervalKernel(f) for name, f in build().items()}
+            if compile:
+                self._compile_failed = not compile_kernels(kernels, which)  # one warning, then the VM for the rest
+            patterns = {name: getattr(self, name) for name in _PATTERNS[which]}
+            hit = by_reference[self.reference] = (kernels, patterns)
+        kernels, patterns = hit
+        self.__dict__.update(patterns)
         cache[which] = kernels
         return kernels
 
@@ -358,6 +371,31 @@ class Transcription:
         shape = (self.n_eq * self.K * self.d, np.asarray(w_scaled).size)
         return scipy.sparse.csc_matrix((vals, (self._jac_rows, self._jac_cols)), shape)
 
+    def newton_step(self, w_scaled: np.ndarray, residual: np.ndarray, row_scale) -> np.ndarray:
+        """The Newton step -J^-1 residual of the square NLP g = vec(diag(row_scale) G) = 0 (causal exact
+        tracking: x0 fixed, X and U free), by block forward substitution in stage order.
+
+        Ordered interval by interval, J is block lower bidiagonal: interval k's rows depend on its own
+        states and torques (a square block A_k, d (n_x + N) wide, nonsingular: given its start state the
+        collocation equations fix them, as one implicit Runge-Kutta step of the DAE) and on its start
+        state, the last state of interval k - 1 (B_k). So step_k = A_k^-1 (-r_k - B_k s_{k-1}), s_{k-1} the
+        step of that state: one batched dense solve, then a recursion over the n_x-vectors s_k."""
+        d, K, nx, N = self.d, self.K, self.n_x, self.N
+        rows, cols = self._jac_pattern
+        n_rows, n_local = self.n_eq * d, nx * (1 + d) + N * d
+        L = np.zeros((K, n_rows, n_local))
+        L[:, rows, cols] = self.G_jacobian_values(w_scaled, row_scale).reshape(K, -1)
+        rhs = np.concatenate([-np.asarray(residual, float).reshape(K, n_rows, 1), L[:, :, :nx]], axis=2)
+        C = np.linalg.solve(L[:, :, nx:], rhs)  # [A_k^-1 (-r_k), A_k^-1 B_k]
+        c, D = C[:, :, 0], C[:, :, 1:]
+        last = slice(nx * (d - 1), nx * d)  # the interval's last state: the next one's start
+        c_last, D_last = c[:, last], D[:, last, :]
+        s = np.zeros((K, nx))  # the step of each interval's start state (x0 fixed: 0)
+        for k in range(1, K):
+            s[k] = c_last[k - 1] - D_last[k - 1].dot(s[k - 1])
+        steps = c - np.einsum("kij,kj->ki", D, s)
+        return np.concatenate([steps[:, :nx * d].ravel(), steps[:, nx * d:].ravel()])
+
     # ------------------------------------------------------------------ guesses
     def rest_guess(self) -> Guess:
         n = len(self.tc)
@@ -461,12 +499,12 @@ class Transcription:
         if len(g_parts) == 1:  # g = vec(diag(row_scale) G): g and its Jacobian by the interval kernels
             info["jac_g"] = lambda w_scaled: self.G_jacobian(w_scaled, row_scale)
             info["g"] = lambda w_scaled: self.G_residual(w_scaled, row_scale)
+            if self.exact and not self.noncausal and self.n_eq == self.n_x + N:  # square by stages: Newton's step
+                info["newton_step"] = lambda w_scaled, r: self.newton_step(w_scaled, r, row_scale)
         first = np.cumsum([0] + [int(p.numel()) for p in g_parts])  # the hold and rate rows are linear in w
         linear = [(int(first[i]), p) for i, p in enumerate(g_parts) if i > 0 and (band is None or first[i] != band[0])]
         info["derivatives"] = lambda: StructuredDerivatives(  # built on demand
             self, w, ObjectiveParts(f_quad, weights), linear, band, row_scale)
-        self._E_fun = ca.Function("E", [w], [E])
-        self._G_fun = ca.Function("G", [w], [G])
         return NlpProblem(w, f, ca.vertcat(*g_parts), lbx, ubx, np.concatenate(lbg), np.concatenate(ubg),
                           w0, info)
 
@@ -570,8 +608,10 @@ class Transcription:
         xd_all = np.column_stack([xd0, xd])
         a = np.array(self._point["accel"].map(n_pts + 1)(Xall, xd_all))
         u0 = np.array(self._point["input"](x0, xd0)).ravel()
+        E = self.kernels("pt")["err"].evaluate(self._point_inputs(w_opt)).reshape(n_pts, self.n_out).T
+        G = self.G_residual(w_opt).reshape(n_pts, self.n_eq).T
         return {"t": np.concatenate([[self.t0], self.tc]), "x": Xall, "u": np.column_stack([u0, U]),
-                "a": a, "E": np.array(self._E_fun(w_opt)), "G": np.array(self._G_fun(w_opt)), "u_held": Uc}
+                "a": a, "E": E, "G": G, "u_held": Uc}
 
 
 class SparseAssembly:

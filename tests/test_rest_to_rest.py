@@ -222,3 +222,21 @@ def test_e12_robust_rest_cuts_the_mismatched_vibration_and_still_rests():
     again = problem_from_dict(tomllib.loads(result.problem.to_toml()), "again")
     assert again.reference_spec.shaper == result.problem.reference_spec.shaper
     assert again.reference_spec.time_law_shape == result.problem.reference_spec.time_law_shape != ()
+
+
+@pytest.mark.slow
+def test_e1_robust_rest_cuts_the_mismatched_vibration():
+    """E1 simplified (5 ms step): ZVD on the PD-held 5.79 Hz mode and the zero dynamics (-2 +- 63j rad/s at the
+    start, 10.1 Hz at the end pose); regression values measured on 2026-11-27 (results/input_shaping.md): worst
+    vibration on the springs / inertia x0.9 / x1.1 plants 0.29 mm plain, 0.00073 mm robust (~400x), move
+    0.1 -> 0.38 s, peak 6.2e4 -> 1.3e4 N m. ~10 s cold."""
+    import ffopt
+
+    result = ffopt.plan(load_problem(PROBLEMS / "e1_simplified.toml").with_values({"solver.robust_rest": True}),
+                        verify=False)
+    robust = result.method_choice["rest_to_rest"]["robust"]
+    plain, new = robust["plain"], robust["robust"]
+    assert plain["worst_vibration_mm"] == pytest.approx(0.29, rel=0.05)
+    assert new["worst_vibration_mm"] < plain["worst_vibration_mm"] / 200.0  # half the measured factor
+    assert new["move_s"] == pytest.approx(0.38, abs=0.01) and new["peak_input"] < plain["peak_input"]
+    assert ends_at_rest(result.problem.model, result.trajectory)[0] and new["nominal_residual_mm"] < 0.01

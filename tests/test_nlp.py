@@ -281,3 +281,16 @@ def test_planned_error_of_angle_outputs_is_in_mrad_not_mm():
     traj = solve_inverse_nlp(m, r, dataclasses.replace(p.nlp, step=4e-3, strategy="causal"), g, None)
     assert "planned_tool_error_max_mm" not in traj.stats
     assert 0 <= traj.stats["planned_angle_error_max_mrad"] < 1e-3  # exact tracking at the collocation points
+
+
+def test_spral_reaches_the_mumps_optimum_and_needs_casadis_ipopt():
+    """nlp.linear_solver = 'spral' (CasADi's IPOPT): backend auto then solves through nlpsol and reaches the
+    optimum the default (MUMPS, cyipopt) reaches; cyipopt's IPOPT has MUMPS only: an error before solving."""
+    kw = dict(step=5e-3, tracking="penalty", torque_max=(3.0e4,))
+    ref = _nlp("e1_complete.toml", backend="auto", **kw)[3]
+    traj = _nlp("e1_complete.toml", backend="auto", linear_solver="spral", **kw)[3]
+    assert ref.stats["backend"] == "cyipopt" and traj.stats["backend"] == "casadi" and traj.stats["success"]
+    assert traj.stats["objective"] == pytest.approx(ref.stats["objective"], rel=1e-6)
+    assert np.abs(traj.u - ref.u).max() < 1e-5 * np.abs(ref.u).max()
+    with pytest.raises(ProblemError, match="linear_solver = 'spral' needs CasADi's IPOPT"):
+        _nlp("e1_complete.toml", backend="cyipopt", linear_solver="spral", **kw)

@@ -294,6 +294,12 @@ NLP_SCHEMA = {
     "square_by_newton": Field("bool", default=True,
                               doc="casadi/auto backends: solve a square NLP (causal exact tracking, no bounds) "
                                   "by Newton + sparse LU instead of IPOPT"),
+    "linear_solver": Field("str", default="mumps", choices=nlp_settings.LINEAR_SOLVERS,
+                           doc="IPOPT's sparse symmetric indefinite solver: mumps, or spral (CasADi's IPOPT only: "
+                               "backend auto then solves through CasADi's nlpsol; cyipopt has mumps alone)"),
+    "compile": Field("bool", default=True,
+                     doc="the NLP's interval and point derivatives as C compiled once (gcc -O0) into the cache "
+                         "folder; false: CasADi's virtual machine (same numbers, slower)"),
     "warm_start": Field("str", default="bdf", choices=nlp_settings.WARM_STARTS,
                         doc="start point: the BDF solution (bdf) or rest (none) (CLI: --warm-start)"),
     "tol": Field("float", default=1e-8, check=positive,

@@ -13,6 +13,9 @@ STRATEGIES = ("auto", "causal", "noncausal")
 BACKENDS = ("casadi", "cyipopt", "pyomo", "fatrop", "auto")  # auto: the fastest (see backends/casadi_ipopt.solve_auto);
 # fatrop: the stage-structured interior point on the stage-ordered NLP (ffopt/nlp/stages.py)
 WARM_STARTS = ("bdf", "none")
+# IPOPT's linear solver: MUMPS (every IPOPT here) or SPRAL (CasADi's IPOPT only; cyipopt's build has MUMPS
+# alone). E12 bounded, h = 2 ms: MUMPS 0.58 s inside IPOPT, SPRAL 1.4 s at best (results/nlp.md).
+LINEAR_SOLVERS = ("mumps", "spral")
 # Default limits of an NLP solve. A converging solve needs far less (E12 torque bounded: 11
 # IPOPT iterations, ~2 s); an infeasible or badly posed one would otherwise run for many minutes.
 # The time limit is one of CPU time (what the solve costs, the same on a busy or an idle machine);
@@ -51,6 +54,7 @@ class NlpSettings:
     max_iter: int = MAX_ITER  # solver iterations (all runs: a Newton attempt and IPOPT share them)
     max_cpu_time_s: float = MAX_CPU_TIME_S  # CPU s of this process and its solver worker: transcription, set-up, iterations
     max_wall_time_s: float | None = None  # the outer guard (s); None: WALL_GUARD_FACTOR x max_cpu_time_s
+    linear_solver: str = "mumps"  # IPOPT's: mumps | spral (CasADi's IPOPT only: backend auto then takes nlpsol)
     # the interval derivatives as compiled C (ffopt.nlp.compiled, cached on disk); False: CasADi's virtual machine
     compile: bool = True
     # the [output] table (set by ffopt.nlp.solve.plan_nlp, not keys of [nlp]): None = u at the collocation points

@@ -24,7 +24,8 @@ from ffopt.models.flexible import FlexibleModel
 from ffopt.nlp.backends.common import stop_status
 from ffopt.nlp.feasibility import TorqueNeeds, check_bounds, torque_needs
 from ffopt.nlp.monitor import SolveMonitor
-from ffopt.nlp.settings import BACKENDS, POORLY_RESOLVED_PER_STEP, STRATEGIES, NlpSettings, check_limits
+from ffopt.nlp.settings import (BACKENDS, LINEAR_SOLVERS, POORLY_RESOLVED_PER_STEP, STRATEGIES, NlpSettings,
+                                check_limits)
 from ffopt.nlp.transcription import Transcription
 from ffopt.trajectory import Trajectory
 
@@ -42,6 +43,11 @@ def hessian_mode(s: NlpSettings, noncausal: bool) -> str:
 def solve_backend(backend: str, nlp, warm: bool, settings: NlpSettings, monitor: SolveMonitor, transcription=None):
     """Run the NLP on one backend within the monitor's limits; the backend's NlpResult."""
     s = settings
+    if s.linear_solver not in LINEAR_SOLVERS:
+        raise ProblemError(f"nlp.linear_solver: must be one of {', '.join(LINEAR_SOLVERS)}; got {s.linear_solver!r}")
+    if s.linear_solver != "mumps" and backend not in ("casadi", "auto"):
+        raise ProblemError(f"nlp.linear_solver = {s.linear_solver!r} needs CasADi's IPOPT (nlp.backend = 'casadi' or "
+                           f"'auto'); the {backend} backend's IPOPT has MUMPS only")
     if backend == "pyomo":
         from ffopt.nlp.backends.pyomo_backend import solve_transcription
 
@@ -183,6 +189,7 @@ def solve_inverse_nlp(model: FlexibleModel, reference, settings: NlpSettings, qa
             guess = tr.guess_from_trajectory(warm) if use_warm else tr.rest_guess()
             nlp = tr.build(guess)
             nlp.info["hessian"] = hessian_mode(s, noncausal)
+            nlp.info["linear_solver"] = s.linear_solver
             t_transcribe = time.perf_counter() - tic
             res = solve_backend(s.backend, nlp, use_warm, s, monitor, tr)
     except KeyboardInterrupt:
@@ -370,6 +377,8 @@ def _trajectory(model, reference, tr, nlp, res, sol, t_transcribe, warm) -> Traj
         stats["planned_angle_error_max_mrad"] = float(1e3 * err_ang.max())
         stats["planned_angle_error_rms_mrad"] = float(1e3 * np.sqrt(np.mean(err_ang**2)))
     stats.update(res.stats())
+    if res.method == "ipopt":
+        stats["linear_solver"] = s.linear_solver  # IPOPT's (nlp.linear_solver)
     stats["time_solve_s"] = res.time_total_s
     if s.torque_max is not None:
         tmax = tr._per_motor(s.torque_max, "nlp.torque_max")

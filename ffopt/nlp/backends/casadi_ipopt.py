@@ -90,6 +90,8 @@ def solve_auto(problem: NlpProblem, warm: bool, tol: float, monitor: SolveMonito
     res = _square_by_newton(problem, tol, monitor, w0) if square_by_newton else None
     if res is not None:
         return res
+    if problem.info.get("linear_solver", "mumps") != "mumps":  # cyipopt's IPOPT has MUMPS only
+        return solve_ipopt(problem, warm, tol, monitor, w0)
     try:
         import cyipopt  # noqa: F401
     except ImportError:
@@ -111,7 +113,8 @@ def _solve_ipopt(problem: NlpProblem, warm: bool, tol: float, monitor: SolveMoni
     tic = time.perf_counter()
     callback = IterationCallback(monitor, problem.lbx, problem.ubx, problem.lbg, problem.ubg)
     ipopt = ipopt_options(warm, tol, monitor.remaining_iterations(), monitor.remaining_time(),
-                          problem.info.get("hessian", "exact"), monitor.remaining_cpu_time())
+                          problem.info.get("hessian", "exact"), monitor.remaining_cpu_time(),
+                          problem.info.get("linear_solver", "mumps"))
     solver = ca.nlpsol("ffopt_nlp", "ipopt", {"x": problem.w, "f": problem.f, "g": problem.g},
                        {"ipopt": ipopt, "print_time": False, "iteration_callback": callback})
     t_build = time.perf_counter() - tic

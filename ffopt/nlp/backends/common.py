@@ -93,9 +93,10 @@ def run_ipopt_isolated(solve, w_start: np.ndarray, monitor, backend: str, what: 
 
 
 def ipopt_options(warm: bool, tol: float, max_iter: int, max_wall_time: float, hessian: str = "exact",
-                  max_cpu_time: float | None = None) -> dict:
+                  max_cpu_time: float | None = None, linear_solver: str = "mumps") -> dict:
     """IPOPT options; with ``warm`` the primal start point is kept (small barrier, tiny push).
 
+    ``linear_solver``: "mumps" or "spral" (``NlpSettings.linear_solver``).
     ``hessian``: "exact" or "limited-memory" (L-BFGS; used where the NLP is square, see
     ffopt.nlp.solve.hessian_mode: the feasible set is a point and second derivatives only slow
     each iteration down).
@@ -107,6 +108,9 @@ def ipopt_options(warm: bool, tol: float, max_iter: int, max_wall_time: float, h
             "sb": "yes", "max_wall_time": float(max_wall_time), "mu_strategy": "adaptive",
             "mumps_scaling": 0,  # the NLP is scaled already; MUMPS scaling made E1 factorisations explode
             "hessian_approximation": hessian}
+    if linear_solver == "spral":  # its fastest variant on E12 (results/nlp.md): METIS order, no scaling (as MUMPS)
+        del opts["mumps_scaling"]
+        opts.update({"linear_solver": "spral", "spral_order": "metis", "spral_scaling": "none", "spral_use_gpu": "no"})
     if max_cpu_time is not None and max_cpu_time < 1e20:
         opts["max_cpu_time"] = float(max_cpu_time)  # IPOPT's own CPU clock, from the start of its solve
     if warm:

@@ -157,7 +157,8 @@ def urdf_summary(problem: Problem, traj) -> dict:
                     ("position_m" if types.get(name) == "prismatic" else "angle_rad"): float(x)}
                    for name, x in u.locked.items()]
     return {"urdf": {"file": str(u.path), "robot": u.robot, "base_link": u.base_link, "tip_link": u.tip_link,
-                     "joints": joints, "effort_limits_exceeded": effort_limits_exceeded(problem, traj)}}
+                     "joints": joints, "effort_limits_exceeded": effort_limits_exceeded(problem, traj),
+                     "velocity_limits_exceeded": velocity_limits_exceeded(problem, traj)}}
 
 
 def effort_limits_exceeded(problem: Problem, traj) -> list[dict]:
@@ -171,6 +172,25 @@ def effort_limits_exceeded(problem: Problem, traj) -> list[dict]:
         if torque[i] > limit * (1 + 1e-6):  # IPOPT holds a bound to 1e-8 relative (bound_relax_factor)
             found.append({"joint": name, "peak_Nm": float(torque[i]), "t_s": float(traj.t[i]),
                           "limit_Nm": float(limit)})
+    return found
+
+
+def velocity_limits_exceeded(problem: Problem, traj) -> list[dict]:
+    """The joints whose planned peak link speed exceeds the URDF's <limit velocity>: joint, peak_rad_s, t_s,
+    limit_rad_s. The rigid path is checked before the solve (``check_joint_speeds``); this is the plan as
+    made, after a rest-to-rest or robust time law has reshaped the timing along the path (and with the
+    elastic deflection rates)."""
+    limits = {} if problem.urdf is None else {j.name: j.velocity for j in problem.urdf.joints}
+    found = []
+    for k, joint in enumerate(problem.chain.joints):
+        limit = limits.get(joint.name, np.inf)
+        if not np.isfinite(limit):
+            continue
+        speed = np.abs(traj.v[:, k])
+        i = int(np.argmax(speed))
+        if speed[i] > limit * (1 + 1e-9):
+            found.append({"joint": joint.name, "peak_rad_s": float(speed[i]), "t_s": float(traj.t[i]),
+                          "limit_rad_s": float(limit)})
     return found
 
 
@@ -293,6 +313,7 @@ def _plan(problem, method, order, step, form, scaling_power, verify, compile, pr
     _warn_unresolved_friction(problem, traj, say)
     _warn_inverse_singularity(problem, traj, say)
     _warn_effort_limits(problem, traj, say)
+    _warn_velocity_limits(problem, traj, say)
 
     report = None
     cases = verification_cases(problem, verify)
@@ -524,6 +545,18 @@ def _warn_effort_limits(problem: Problem, traj, say) -> None:
                f"its effort limit {e['limit_Nm']:.4g} N m (the URDF's <limit effort>): a drive limited there will "
                "not follow the plan; plan within the limits with method nlp and nlp.torque_max = \"urdf\", or "
                "lengthen the move (reference.duration)")
+        say(f"warning: {msg}")
+        traj.stats.setdefault("warnings", []).append(msg)
+
+
+def _warn_velocity_limits(problem: Problem, traj, say) -> None:
+    """A plan whose link speeds exceed a URDF velocity limit (possible only after the time law was reshaped for
+    rest, or by the elastic deflection rates: the rigid path passed ``check_joint_speeds``) is kept but says so."""
+    for e in velocity_limits_exceeded(problem, traj):
+        msg = (f"joint {e['joint']}: the plan moves it at {e['peak_rad_s']:.4g} rad/s at t = {e['t_s']:.4g} s, above "
+               f"its velocity limit {e['limit_rad_s']:.4g} rad/s (the URDF's <limit velocity>; the path's own time "
+               "law is within it): lengthen the move (reference.duration) or plan without the reshaped time law "
+               "(solver.end_at_rest = false)")
         say(f"warning: {msg}")
         traj.stats.setdefault("warnings", []).append(msg)
 

@@ -594,3 +594,27 @@ def test_summary_names_the_urdf_and_its_locked_joints():
     assert by_name["panda_joint3"]["angle_rad"] == 0.0 and by_name["panda_finger_joint1"]["position_m"] == 0.0
     assert by_name["panda_joint4"]["upper_rad"] == -0.0698 and by_name["panda_joint7"]["effort_Nm"] == 12.0
     assert s["effort_limits_exceeded"] == []
+
+
+def test_the_plan_as_made_is_checked_against_the_urdf_velocity_limits():
+    """After the solve the planned link speeds (the reshaped rest-to-rest timing, the deflection rates) are
+    checked against <limit velocity>: a limit 1 % below the plan's peak speed of the UR5 line's base joint is
+    reported with that joint, peak and time (read here from the plan's own speed table), 1 % above it is not."""
+    from dataclasses import replace
+
+    import ffopt
+    from ffopt.plan import velocity_limits_exceeded
+
+    result = ffopt.plan(ROOT / "problems" / "ur5_line.toml", verify=False, progress=False)
+    p, tr = result.problem, result.trajectory
+    k = [j.name for j in p.chain.joints].index("shoulder_pan_joint")
+    peak, i = np.abs(tr.v[:, k]).max(), int(np.abs(tr.v[:, k]).argmax())
+
+    def with_limit(factor):
+        joints = [replace(j, velocity=peak * factor) if j.name == "shoulder_pan_joint" else j for j in p.urdf.joints]
+        return replace(p, urdf=replace(p.urdf, joints=tuple(joints)))
+
+    found = velocity_limits_exceeded(with_limit(0.99), tr)
+    assert [e["joint"] for e in found] == ["shoulder_pan_joint"]
+    assert found[0]["peak_rad_s"] == pytest.approx(peak) and found[0]["t_s"] == pytest.approx(tr.t[i])
+    assert velocity_limits_exceeded(with_limit(1.01), tr) == []

@@ -159,11 +159,14 @@ def summary_text(result) -> str:
     if tr.electric:  # the input is the voltage: the torques and currents it makes
         lines.append("peak torque: " + ", ".join(f"{j} {x:.4g} N m, {c:.4g} A" for j, x, c in zip(
             tr.actuated_joints, abs(tr.torques).max(axis=0), abs(tr.current).max(axis=0))))
-    from ffopt.plan import effort_limits_exceeded
+    from ffopt.plan import effort_limits_exceeded, velocity_limits_exceeded
 
     for e in effort_limits_exceeded(result.problem, tr):  # written and verified as planned, but said (plan.py)
         lines.append(f"above the URDF effort limit: {e['joint']} {e['peak_Nm']:.4g} N m at t = {e['t_s']:.4g} s "
                      f"> {e['limit_Nm']:.4g} N m (summary.json urdf.effort_limits_exceeded)")
+    for e in velocity_limits_exceeded(result.problem, tr):
+        lines.append(f"above the URDF velocity limit: {e['joint']} {e['peak_rad_s']:.4g} rad/s at t = {e['t_s']:.4g} s "
+                     f"> {e['limit_rad_s']:.4g} rad/s (summary.json urdf.velocity_limits_exceeded)")
     if result.verification is not None:
         lines.append(result.verification.table())
     return "\n".join(lines)

@@ -575,15 +575,16 @@ def test_a_plan_above_a_urdf_effort_limit_is_written_with_a_warning(tmp_path, ca
 
 
 def test_summary_names_the_urdf_and_its_locked_joints():
-    """problems/panda_line.toml: joint 3 and the fingers locked, the other six elastic; no effort limit exceeded
-    by a plan of zero torque."""
+    """problems/panda_line.toml: joint 3 and the fingers locked, the other six elastic; no effort or velocity
+    limit exceeded by a plan at rest."""
     from types import SimpleNamespace
 
     from ffopt.plan import urdf_summary
 
     p = load_problem(ROOT / "problems" / "panda_line.toml")
     joints = [j.name for j in p.chain.joints]
-    resting = SimpleNamespace(actuated_joints=joints, torques=np.zeros((3, 6)), t=np.arange(3.0))
+    resting = SimpleNamespace(actuated_joints=joints, torques=np.zeros((3, 6)), t=np.arange(3.0),
+                              v=np.zeros((3, p.model.layout.nq)))
     s = urdf_summary(p, resting)["urdf"]
     assert Path(s["file"]) == (SHIPPED / "panda.urdf").resolve()
     assert (s["base_link"], s["tip_link"]) == ("panda_link0", "panda_hand_tcp")
@@ -593,7 +594,7 @@ def test_summary_names_the_urdf_and_its_locked_joints():
     by_name = {j["name"]: j for j in s["joints"]}
     assert by_name["panda_joint3"]["angle_rad"] == 0.0 and by_name["panda_finger_joint1"]["position_m"] == 0.0
     assert by_name["panda_joint4"]["upper_rad"] == -0.0698 and by_name["panda_joint7"]["effort_Nm"] == 12.0
-    assert s["effort_limits_exceeded"] == []
+    assert s["effort_limits_exceeded"] == [] and s["velocity_limits_exceeded"] == []
 
 
 def test_the_plan_as_made_is_checked_against_the_urdf_velocity_limits():

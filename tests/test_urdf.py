@@ -619,3 +619,27 @@ def test_the_plan_as_made_is_checked_against_the_urdf_velocity_limits():
     assert [e["joint"] for e in found] == ["shoulder_pan_joint"]
     assert found[0]["peak_rad_s"] == pytest.approx(peak) and found[0]["t_s"] == pytest.approx(tr.t[i])
     assert velocity_limits_exceeded(with_limit(1.01), tr) == []
+
+
+def test_the_readmes_compact_urdf_problem_reads_as_the_shipped_ur5_line(tmp_path):
+    """The README's example of a 6-axis elastic arm from its URDF (one inline table per joint) is under 30
+    lines and gives the same model (every joint's drive data, the mass matrix at a random state) and the same
+    path as problems/ur5_line.toml."""
+    import shutil
+
+    readme = (ROOT / "README.md").read_text()
+    block = re.search(r"A 6-axis elastic arm from its URDF in (\d+) lines.*?```toml\n(.*?)```", readme, re.S)
+    assert block, "the README's compact URDF example is gone"
+    text = block.group(2)
+    assert len(text.splitlines()) == int(block.group(1)) < 30
+    (tmp_path / "urdf").mkdir()
+    shutil.copy(SHIPPED / "ur5.urdf", tmp_path / "urdf" / "ur5.urdf")
+    (tmp_path / "compact.toml").write_text(text)
+    compact, shipped = load_problem(tmp_path / "compact.toml"), load_problem(ROOT / "problems" / "ur5_line.toml")
+    assert compact.to_dict()["model"]["joints"] == shipped.to_dict()["model"]["joints"]
+    q = np.random.default_rng(7).uniform(-1, 1, compact.chain.n_joints)
+    M = [np.array(ca.evalf(mass_matrix(p.chain, ca.DM(q)))) for p in (compact, shipped)]
+    assert np.array_equal(*M) and np.abs(M[0]).max() > 0
+    t = np.linspace(0.0, shipped.reference.t_end, 7)
+    for p in (compact, shipped):  # the path's geometry: the same end points in space
+        assert np.allclose(p.reference.evaluate(t)[[0, -1]], shipped.reference.evaluate(t)[[0, -1]], atol=1e-12)

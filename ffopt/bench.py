@@ -203,12 +203,13 @@ def format_table(rows) -> str:
     return "\n".join(lines)
 
 
-TABLES = ("forms", "plan", "steps", "bodies")
+TABLES = ("forms", "plan", "steps", "bodies", "nlp")
 
 
 def run_bench(quick: bool = False, repeats: int = 5, tables=("forms",)) -> str:
     """Run the benchmark tables (``TABLES``: "forms" = BDF forms vs IDAS, "plan" = the whole
-    `ffopt plan` process, "steps" / "bodies" = scaling laws) and return the printed text."""
+    `ffopt plan` process, "steps" / "bodies" = scaling laws, "nlp" = the NLP's paths on E12) and return the
+    printed text."""
     unknown = [t for t in tables if t not in TABLES]
     if unknown:
         raise ProblemError(f"ffopt bench: unknown table {unknown[0]!r} (one of {', '.join(TABLES)})")
@@ -217,8 +218,9 @@ def run_bench(quick: bool = False, repeats: int = 5, tables=("forms",)) -> str:
     os.environ.setdefault("FFOPT_COMPILE", "sync")
     parts = [_forms_text(quick, repeats)] if "forms" in tables else []
     titles = {"plan": "Whole process: ffopt plan problems/e12_line.toml --no-plots (interpreter start to files written)",
-              "steps": "Time against the number of steps (E12)", "bodies": "Time against the number of bodies"}
-    for name in ("plan", "steps", "bodies"):
+              "steps": "Time against the number of steps (E12)", "bodies": "Time against the number of bodies",
+              "nlp": "The NLP's paths side by side (E12 bounded and exact)"}
+    for name in ("plan", "steps", "bodies", "nlp"):
         if name in tables:
             parts.append(f"{titles[name]} ({_stamp(repeats)}):\n" + SCALING_TABLES[name](repeats=repeats, **(
                 {} if name == "plan" else {"quick": quick})))
@@ -556,4 +558,107 @@ def plan_process_table(repeats: int = 5) -> str:
     return "\n".join(lines)
 
 
-SCALING_TABLES = {"plan": plan_process_table, "steps": steps_table, "bodies": bodies_table}
+
+
+# --------------------------------------------------------------------------- the NLP's paths side by side
+# The NLP at compiled speed (issue 22, item 4): E12 bounded (penalty tracking, torque bounds) and exact, each
+# path measured in this run. The code before that work (d662e6a, its `plan_nlp` measured the same way on
+# 2026-11-27 at load 0.6-1.2, min of 3): bounded 1.22 s (2 ms) and 2.42 s (1 ms), exact 0.30 s (1 ms) of CPU;
+# verified then (open loop / PD, mm): 0.15120 / 0.06247, 0.05553 / 0.05491, 0.01175 / 0.00717.
+NLP_BEFORE_CPU_S = {("bounded", 2e-3): 1.22, ("bounded", 1e-3): 2.42, ("exact", 1e-3): 0.30}
+NLP_TARGET_CPU_S = {("bounded", 2e-3): 0.6, ("bounded", 1e-3): 1.2, ("exact", 1e-3): 0.15}
+NLP_PATHS = (  # (case, step, label, nlp changes, Newton's step by stages)
+    ("bounded", 2e-3, "cyipopt, kernels compiled (default)", {}, True),
+    ("bounded", 2e-3, "cyipopt, kernels in CasADi's VM", {"compile": False}, True),
+    ("bounded", 2e-3, "nlpsol (CasADi AD), MUMPS", {"backend": "casadi"}, True),
+    ("bounded", 2e-3, "nlpsol (CasADi AD), SPRAL", {"backend": "casadi", "linear_solver": "spral"}, True),
+    ("bounded", 1e-3, "cyipopt, kernels compiled (default)", {}, True),
+    ("bounded", 1e-3, "cyipopt, kernels in CasADi's VM", {"compile": False}, True),
+    ("bounded", 1e-3, "nlpsol (CasADi AD), SPRAL", {"backend": "casadi", "linear_solver": "spral"}, True),
+    ("exact", 1e-3, "Newton, stage-wise step, compiled (default)", {}, True),
+    ("exact", 1e-3, "Newton + SuperLU, compiled", {}, False),
+    ("exact", 1e-3, "Newton + SuperLU, kernels in CasADi's VM", {"compile": False}, False),
+)
+NLP_CASE_FILES = {"bounded": "e12_torque_bounded.toml", "exact": "e12_line.toml"}
+
+
+@contextmanager
+def _newton_by_superlu(active: bool):
+    """Newton's step by SuperLU instead of stage-wise block substitution (the path before it), for a row."""
+    from ffopt.nlp.backends import newton
+
+    saved = newton._stage_solver
+    if active:
+        newton._stage_solver = lambda problem, free: None
+    try:
+        yield
+    finally:
+        newton._stage_solver = saved
+
+
+def _cpu_with_children() -> float:
+    """CPU s of this process and its reaped children (the IPOPT worker process of cyipopt and nlpsol)."""
+    import resource
+
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + kids.ru_utime + kids.ru_stime
+
+
+def _verified_mm(problem, traj) -> tuple[float, float]:
+    """Max tool error (mm) of the plan's torques re-simulated from rest, open loop and with the motor PD."""
+    from ffopt.dae.equilibrium import static_equilibrium
+    from ffopt.sim.plant import MotorPD, pd_gains, simulate
+    from ffopt.sim.verify import tool_errors
+
+    m, r = problem.model, problem.reference
+    q0 = static_equilibrium(m, np.asarray(r.evaluate(np.array([0.0]))).ravel(), problem.reference_spec.joint_guess)
+    y_ref = np.asarray(r.evaluate(traj.t))
+    kp, kd = pd_gains(m, q0, problem.verification.pd_bandwidth_hz, problem.verification.pd_damping_ratio)
+    sims = (simulate(m, traj.t, traj.u, q0), simulate(m, traj.t, traj.u, q0, pd=MotorPD(kp, kd, traj.qm, traj.dqm)))
+    return tuple(float(tool_errors(s, y_ref, None, m.output_units)[0].max()) for s in sims)
+
+
+def _nlp_path_row(case: str, step: float, changes: dict, by_stages: bool, repeats: int) -> dict:
+    """One NLP path: plan_nlp (strategy, BDF warm start, transcription, solve) after a warm-up (compiled
+    kernels in the cache): CPU of this process and its worker (min), wall (median), iterations, verified errors."""
+    from ffopt.nlp.solve import plan_nlp
+
+    problem = load_problem(_problem_file(NLP_CASE_FILES[case])).with_nlp(step=step, **changes)
+    cpu, wall = [], []
+    with _newton_by_superlu(not by_stages):
+        plan_nlp(problem)
+        for _ in range(max(1, repeats)):
+            c, w = _cpu_with_children(), time.perf_counter()
+            traj = plan_nlp(problem)
+            cpu.append(_cpu_with_children() - c)
+            wall.append(time.perf_counter() - w)
+    st = traj.stats
+    return {"cpu": min(cpu), "wall": statistics.median(wall), "iterations": st["iterations"],
+            "in_solver": st["time_ipopt_s"],
+            "solver": st.get("nlp_solver", ""), "linear_solver": st.get("linear_solver", "-"),
+            "verified": _verified_mm(problem, traj)}
+
+
+def nlp_paths_table(repeats: int = 3, quick: bool = False) -> str:
+    """E12 bounded (2 and 1 ms) and exact (1 ms): every NLP path side by side in this run, with the verified
+    errors of its plan (re-simulated open loop and with the motor PD); the code before, and the targets."""
+    rows = [(case, h, label, _nlp_path_row(case, h, changes, stages, min(repeats, 3)))
+            for case, h, label, changes, stages in NLP_PATHS if not quick or "default" in label]
+    lines = [f"{'case':8s} {'h[ms]':>5s} {'path':44s} {'iter':>4s} {'CPU[s]':>7s} {'wall[s]':>7s} {'solver[s]':>9s} "
+             f"{'open loop[mm]':>13s} {'PD[mm]':>8s}   before / target CPU[s]"]
+    for case, h, label, r in rows:
+        ref = (f"{NLP_BEFORE_CPU_S[(case, h)]:g} / {NLP_TARGET_CPU_S[(case, h)]:g}" if "default" in label
+               and (case, h) in NLP_BEFORE_CPU_S else "")
+        lines.append(f"{case:8s} {h * 1e3:5g} {label:44s} {r['iterations']:4d} {r['cpu']:7.3f} {r['wall']:7.3f} "
+                     f"{r['in_solver']:9.3f} "
+                     f"{r['verified'][0]:13.5f} {r['verified'][1]:8.5f}   {ref}")
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    lines.append(f"plan_nlp (zero dynamics, BDF warm start, transcription, solve) after one warm-up: CPU of this "
+                 f"process and its IPOPT worker, min of {min(repeats, 3)}; wall median; load average {load:.1f} on "
+                 f"{os.cpu_count()} cores; solver: wall time inside IPOPT (MUMPS or SPRAL, its own linear algebra) or "
+                 "Newton's linear algebra, without function evaluations (last run). Verified: max tool error of the planned torques re-simulated from rest "
+                 "(CVODES). before: the code before the compiled kernels (d662e6a), measured the same way.")
+    return "\n".join(lines)
+
+
+SCALING_TABLES = {"plan": plan_process_table, "steps": steps_table, "bodies": bodies_table, "nlp": nlp_paths_table}

@@ -98,3 +98,17 @@ def test_stagewise_newton_step_equals_the_sparse_lu_step_on_e12():
     reference = scipy.sparse.linalg.splu(J.tocsc(), permc_spec="COLAMD").solve(-r)
     # regression value measured on 2026-11-27: 4.1e-14 relative here (6e-11 at h = 1 ms, 820 stages)
     assert np.abs(step - reference).max() <= 1e-13 * np.abs(reference).max()
+
+
+@pytest.mark.slow
+def test_bench_nlp_table_runs_every_default_path():
+    """A smoke test of `ffopt bench --table nlp --quick` (no timing is asserted: the machine is shared): the
+    default path of each case, with its iterations and verified errors (tool distance, mm)."""
+    from ffopt.bench import run_bench
+
+    text = run_bench(quick=True, repeats=1, tables=("nlp",))
+    rows = [line.split() for line in text.splitlines() if line.startswith(("bounded", "exact"))]
+    assert [r[0] for r in rows] == ["bounded", "bounded", "exact"]
+    errors = [float(x) for r in rows for x in r[-5:-3]]  # open loop, PD: before the "before / target" cells
+    # results/nlp.md (2026-11-27): 0.151 / 0.062, 0.056 / 0.055, 0.011 / 0.0072 mm; 2x margin
+    assert max(errors) < 0.3 and min(errors) > 0.003

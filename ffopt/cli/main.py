@@ -175,7 +175,8 @@ def summary_text(result) -> str:
 def cmd_bench(args) -> int:
     from ffopt.bench import run_bench
 
-    print(run_bench(quick=args.quick, repeats=args.repeats, tables=args.table or ("forms", "plan", "steps", "bodies")))
+    print(run_bench(quick=args.quick, repeats=args.repeats,
+                    tables=args.table or ("forms", "plan", "steps", "bodies", "nlp")))
     return EXIT_OK
 
 
@@ -239,10 +240,11 @@ def build_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("bench", help="time BDF forms against SUNDIALS IDAS, the whole plan process, and the cost "
                                      "against steps and bodies", epilog=EXIT_CODES_HELP)
     b.add_argument("--quick", action="store_true", help="fewer settings, for a smoke test")
-    b.add_argument("--table", action="append", choices=["forms", "plan", "steps", "bodies"],
+    b.add_argument("--table", action="append", choices=["forms", "plan", "steps", "bodies", "nlp"],
                    help="run only this table (repeatable): forms = BDF forms vs IDAS at Moberg & Hanssen's "
                         "settings, plan = the whole `ffopt plan` process (E12), steps / bodies = time against the "
-                        "number of steps / bodies; default: all")
+                        "number of steps / bodies, nlp = the NLP's paths (compiled kernels, VM, nlpsol with MUMPS "
+                        "and SPRAL, Newton's step) on E12; default: all")
     b.add_argument("--repeats", type=positive_int, default=5, help="timed repetitions (the median is reported)")
     b.set_defaults(func=cmd_bench)
 

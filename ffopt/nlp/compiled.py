@@ -10,8 +10,9 @@ to do in numpy. The interval's inputs are read from w at fixed strides (``Interv
 Two evaluators give the same numbers: CasADi's virtual machine (a map of the SX function over K), and the
 functions generated as C (``ffopt.codegen``), compiled once with gcc -O0 into the disk cache under a hash of
 the serialized functions and called for all intervals by one C loop (ctypes, writing into numpy arrays).
-Measured on E12, h = 2 ms (results/nlp.md, "Compiled interval derivatives"): see there. A failed build warns
-(RuntimeWarning) and falls back to the virtual machine.
+On E12 (bounded, h = 2 ms) a Jacobian takes 1.5 ms and a Lagrangian Hessian 1.9 ms this way, against 9 and 19
+ms before (results/nlp.md, "Compiled NLP kernels"). A failed build warns (RuntimeWarning) and falls back to the
+virtual machine.
 """
 
 from __future__ import annotations

@@ -608,7 +608,7 @@ class Transcription:
         xd_all = np.column_stack([xd0, xd])
         a = np.array(self._point["accel"].map(n_pts + 1)(Xall, xd_all))
         u0 = np.array(self._point["input"](x0, xd0)).ravel()
-        E = self.kernels("pt")["err"].evaluate(self._point_inputs(w_opt)).reshape(n_pts, self.n_out).T
+        E = np.array(self._point["err"].map(n_pts)(self.tc[None, :], X))  # once: not worth compiling the point kernels
         G = self.G_residual(w_opt).reshape(n_pts, self.n_eq).T
         return {"t": np.concatenate([[self.t0], self.tc]), "x": Xall, "u": np.column_stack([u0, U]),
                 "a": a, "E": E, "G": G, "u_held": Uc}

@@ -6,7 +6,7 @@ import platform
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -623,6 +623,8 @@ def _solve(problem: Problem, say, compile: bool, hint: bool = True):
     elif s.method == "nlp":
         from ffopt.nlp.solve import plan_nlp
 
+        if not compile and problem.nlp.compile:  # plan(compile=False) / --no-compile: the NLP in the VM too
+            problem = replace(problem, nlp=replace(problem.nlp, compile=False))
         return plan_nlp(problem, say)  # with an [output] hold: planned on the sample grid (ffopt.nlp.transcription)
     else:
         raise ProblemError(f"solver.method: {s.method!r} is not available (use one of {', '.join(METHODS)})")

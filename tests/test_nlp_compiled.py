@@ -112,3 +112,18 @@ def test_bench_nlp_table_runs_every_default_path():
     errors = [float(x) for r in rows for x in r[-5:-3]]  # open loop, PD: before the "before / target" cells
     # results/nlp.md (2026-11-27): 0.151 / 0.062, 0.056 / 0.055, 0.011 / 0.0072 mm; 2x margin
     assert max(errors) < 0.3 and min(errors) > 0.003
+
+
+def test_plan_without_compiling_keeps_the_nlp_in_the_virtual_machine(monkeypatch):
+    """plan(compile=False) (the CLI's --no-compile) reaches the NLP's kernels too: nothing is compiled."""
+    import ffopt
+    from ffopt.nlp import transcription
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("compile_kernels called with compile=False")
+
+    monkeypatch.setattr(transcription, "compile_kernels", refuse)
+    problem = Path(__file__).resolve().parents[1] / "problems" / "e12_line.toml"
+    result = ffopt.plan(problem, method="nlp", compile=False, verify=False,
+                        progress=False)
+    assert result.trajectory.method.startswith("nlp")

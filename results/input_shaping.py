@@ -187,29 +187,11 @@ def ref_rtol(arm: Arm) -> float:
 
 # ------------------------------------------------------------------------------------ mismatch
 def mismatches(problem) -> dict:
-    """label -> values for problem.with_values: springs x(1 +- SCALE), mass x(1 +- SCALE)."""
-    model = problem.to_dict()["model"]
-    out = {}
-    for sign, tag in ((-1, "-10%"), (1, "+10%")):
-        s = 1 + sign * SCALE
-        springs = {}
-        for j in model["joints"]:
-            for key in ("stiffness", "stiffness_motor_side"):
-                if key in j and np.isscalar(j[key]):
-                    springs[f"model.joints.{j['name']}.{key}"] = float(j[key]) * s
-        out[f"stiffness {tag}"] = springs
-        if "payload" in model and model["payload"].get("mass"):
-            out[f"payload {tag}"] = {"model.payload.mass": float(model["payload"]["mass"]) * s}
-        elif "constant_inertia" in model:
-            out[f"inertia {tag}"] = {"model.constant_inertia": (np.asarray(model["constant_inertia"]) * s).tolist()}
-        else:
-            last = model["joints"][-1]
-            vals = {f"model.joints.{last['name']}.mass": float(last["mass"]) * s}
-            for key in ("inertia_diag", "inertia"):
-                if key in last:
-                    vals[f"model.joints.{last['name']}.{key}"] = (np.asarray(last[key], float) * s).tolist()
-            out[f"last link {tag}"] = vals
-    return out
+    """label -> values for problem.with_values: springs x(1 +- SCALE), mass x(1 +- SCALE) (the plants the robust
+    rest-to-rest option is judged on, ffopt.dae.robust_rest.mismatched_values; labels "stiffness -10%", ...)."""
+    from ffopt.dae.robust_rest import mismatched_values
+
+    return {label.replace(" %", "%"): values for label, values in mismatched_values(problem, SCALE).items()}
 
 
 # ------------------------------------------------------------------------------------ study

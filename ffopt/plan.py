@@ -312,8 +312,7 @@ def _plan(problem, method, order, step, form, scaling_power, verify, compile, pr
         timings["rest_to_rest"] = time.perf_counter() - tic
     _warn_unresolved_friction(problem, traj, say)
     _warn_inverse_singularity(problem, traj, say)
-    _warn_effort_limits(problem, traj, say)
-    _warn_velocity_limits(problem, traj, say)
+    _warn_urdf_limits(problem, traj, say)
 
     report = None
     cases = verification_cases(problem, verify)
@@ -537,26 +536,20 @@ def _warn_unresolved_friction(problem: Problem, traj, say) -> None:
         traj.stats["unresolved_friction_reversals"] = [{k: v for k, v in w.items() if k != "message"} for w in found]
 
 
-def _warn_effort_limits(problem: Problem, traj, say) -> None:
-    """A plan asking a drive for more than its URDF effort limit is kept (the verification simulates the torque
-    as planned) but says so, and keeps it in summary.json (solver.warnings, urdf.effort_limits_exceeded)."""
-    for e in effort_limits_exceeded(problem, traj):
-        msg = (f"joint {e['joint']}: the plan's peak torque {e['peak_Nm']:.4g} N m at t = {e['t_s']:.4g} s exceeds "
-               f"its effort limit {e['limit_Nm']:.4g} N m (the URDF's <limit effort>): a drive limited there will "
-               "not follow the plan; plan within the limits with method nlp and nlp.torque_max = \"urdf\", or "
-               "lengthen the move (reference.duration)")
-        say(f"warning: {msg}")
-        traj.stats.setdefault("warnings", []).append(msg)
-
-
-def _warn_velocity_limits(problem: Problem, traj, say) -> None:
-    """A plan whose link speeds exceed a URDF velocity limit (possible only after the time law was reshaped for
-    rest, or by the elastic deflection rates: the rigid path passed ``check_joint_speeds``) is kept but says so."""
-    for e in velocity_limits_exceeded(problem, traj):
-        msg = (f"joint {e['joint']}: the plan moves it at {e['peak_rad_s']:.4g} rad/s at t = {e['t_s']:.4g} s, above "
-               f"its velocity limit {e['limit_rad_s']:.4g} rad/s (the URDF's <limit velocity>; the path's own time "
-               "law is within it): lengthen the move (reference.duration) or plan without the reshaped time law "
-               "(solver.end_at_rest = false)")
+def _warn_urdf_limits(problem: Problem, traj, say) -> None:
+    """A plan asking a drive for more than its URDF effort limit, or moving a joint faster than its velocity limit
+    (possible only after the time law was reshaped for rest, or by the elastic deflection rates: the rigid path
+    passed ``check_joint_speeds``), is kept (the verification simulates it as planned) but says so, and keeps it in
+    summary.json (solver.warnings; urdf.effort_limits_exceeded, urdf.velocity_limits_exceeded)."""
+    messages = [f"joint {e['joint']}: the plan's peak torque {e['peak_Nm']:.4g} N m at t = {e['t_s']:.4g} s exceeds "
+                f"its effort limit {e['limit_Nm']:.4g} N m (the URDF's <limit effort>): a drive limited there will "
+                "not follow the plan; plan within the limits with method nlp and nlp.torque_max = \"urdf\", or "
+                "lengthen the move (reference.duration)" for e in effort_limits_exceeded(problem, traj)]
+    messages += [f"joint {e['joint']}: the plan moves it at {e['peak_rad_s']:.4g} rad/s at t = {e['t_s']:.4g} s, above "
+                 f"its velocity limit {e['limit_rad_s']:.4g} rad/s (the URDF's <limit velocity>; the path's own time "
+                 "law is within it): lengthen the move (reference.duration) or plan without the reshaped time law "
+                 "(solver.end_at_rest = false)" for e in velocity_limits_exceeded(problem, traj)]
+    for msg in messages:
         say(f"warning: {msg}")
         traj.stats.setdefault("warnings", []).append(msg)
 

@@ -82,6 +82,7 @@ class _Plans:
         shaped_time_law(spec.time_law, [0.0] * n_shape)  # a polynomial base (ProblemError for cinf)
         self.speed_tol, self.torque_rel = speed_tol, torque_rel
         self.solves = 0
+        self.progress, self.last_line, self.iteration = None, time.perf_counter(), 0
         self.G, self.g0 = self._monotonicity_rows()
         self.base = self.solve(np.zeros(n_shape))
         self.u_scale = float(np.abs(self.base.u).max())
@@ -94,7 +95,19 @@ class _Plans:
         s = self.problem.solver
         ref = reference_from_spec(self.spec, self.model, self.law(c))
         self.solves += 1
+        self._heartbeat()
         return solve_inverse_bdf(self.model, ref, s.order, s.step, s.form, s.scaling_power, self.spec.joint_guess)
+
+    def say(self, line: str) -> None:
+        if self.progress is not None:
+            self.progress(line)
+        self.last_line = time.perf_counter()
+
+    def _heartbeat(self) -> None:
+        """A line within an iteration when the last is PROGRESS_EVERY_S old (an iteration is 13+ BDF solves:
+        2 s on a long path on a loaded machine)."""
+        if self.progress is not None and time.perf_counter() - self.last_line >= PROGRESS_EVERY_S:
+            self.say(f"rest-to-rest: iteration {self.iteration}, {self.solves} BDF solves")
 
     def measure(self, c) -> tuple[np.ndarray, np.ndarray]:
         """(u table flattened / u_scale, end residual scaled by the rest tolerances: |r| < 1 is at rest)."""
@@ -149,10 +162,12 @@ def _search(plans: _Plans, c0, max_iter: int, weight: float = 1.0, progress=None
     first rows are the rest conditions, projected on the range of their Jacobian (difference noise
     outside it); the rows after them (``ffopt.dae.robust_rest``) enter as they are."""
     c = np.asarray(c0, float)
+    plans.progress = progress
     U, r = plans.measure(c)
     margin = _MONOTONE_MARGIN * plans.g0.min()
-    radius, it, last = 0.05, 0, time.perf_counter()
+    radius, it = 0.05, 0
     for it in range(1, max_iter + 1):
+        plans.iteration = it
         JU, Jr = plans.jacobians(c)
         g = plans.g0 + plans.G @ c - margin
         B = _row_map(Jr, n_rest_rows)
@@ -168,10 +183,9 @@ def _search(plans: _Plans, c0, max_iter: int, weight: float = 1.0, progress=None
             radius if ratio > 0.25 else 0.25 * radius)
         if radius < 1e-9:
             break
-        if progress is not None and time.perf_counter() - last >= PROGRESS_EVERY_S:
-            last = time.perf_counter()
-            progress(f"rest-to-rest: iteration {it}, end residual {np.abs(r).max():.3g}, peak input "
-                     f"{np.abs(U).max() * plans.u_scale:.4g}, {plans.solves} BDF solves")
+        if progress is not None and time.perf_counter() - plans.last_line >= PROGRESS_EVERY_S:
+            plans.say(f"rest-to-rest: iteration {it}, end residual {np.abs(r).max():.3g}, peak input "
+                      f"{np.abs(U).max() * plans.u_scale:.4g}, {plans.solves} BDF solves")
     return c, {"iterations": it, "end_residual_max": float(np.abs(r).max()), "peak_rel": float(np.abs(U).max())}
 
 

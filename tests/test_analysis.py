@@ -55,9 +55,10 @@ def test_e1_complete_zeros_match_closed_form(l2, minimum_phase):
     assert report.minimum_phase == minimum_phase
     for z in report.zeros:
         assert len(z) == 2
-        _assert_same_zeros(z, expected, rtol=1e-7)
-    assert report.worst_zero.real == pytest.approx(expected.real.max(), rel=1e-7)
-    assert report.margin == pytest.approx(-expected.real.max(), rel=1e-7)
+        # closed form above; measured 2026-11-27: at most 4.9e-13 of the largest zero (l2 = 6.5), rounding
+        _assert_same_zeros(z, expected, rtol=1e-11)
+    assert report.worst_zero.real == pytest.approx(expected.real.max(), rel=1e-11)
+    assert report.margin == pytest.approx(-expected.real.max(), rel=1e-11)
     assert ("NON-MINIMUM" in report.summary()) != minimum_phase
 
 
@@ -74,7 +75,7 @@ def test_invariant_zeros_of_transfer_function():
     C = np.zeros((1, n))
     C[0, : len(num)] = num[::-1]
     zeros, nf = invariant_zeros(A, B, C)
-    np.testing.assert_allclose(np.sort(zeros.real), [-5.0, 3.0], rtol=1e-9)
+    np.testing.assert_allclose(np.sort(zeros.real), [-5.0, 3.0], rtol=1e-9)  # the numerator's roots, rounding
     np.testing.assert_allclose(np.sort(nf.real), [-5.0, 3.0], rtol=1e-9)
 
 
@@ -124,8 +125,10 @@ def test_zeros_without_vector_relative_degree_have_no_spurious_members(arm, n_ze
     guess = problem.reference_spec.joint_guess
     report = zero_dynamics(problem.model, problem.reference, guess, n_points=81)
     assert report.minimum_phase and all(len(z) == n_zeros for z in report.zeros)
-    for z0, z1 in zip(report.zeros[:-1], report.zeros[1:]):  # each zero moves < 2 rad/s between points
-        assert np.abs(z0[:, None] - z1[None, :]).min(axis=1).max() < 2.0, (z0, z1)
+    # each zero moves little between points (measured 2026-11-27: at most 0.32 rad/s on the first arm, 1e-10 on
+    # the second; bound 2x); the spurious members were ~1e7 rad/s
+    for z0, z1 in zip(report.zeros[:-1], report.zeros[1:]):
+        assert np.abs(z0[:, None] - z1[None, :]).min(axis=1).max() < 0.65, (z0, z1)
     qs = equilibrium_path(problem.model, problem.reference, path_times(problem.reference, 81), guess)
     for lin in linearize_at_rest(problem.model, qs):
         A, B, C, D = lin.state_space()
@@ -134,7 +137,7 @@ def test_zeros_without_vector_relative_degree_have_no_spurious_members(arm, n_ze
         n = A.shape[0]
         for z in zeros:
             sv = np.linalg.svd(np.block([[A - z * np.eye(n), B], [C, D]]), compute_uv=False)
-            assert sv[-1] < 1e-10 * sv[0], z
+            assert sv[-1] < 1e-10 * sv[0], z  # a rank drop up to rounding
 
 
 def test_e12_minimum_phase_along_path():
@@ -143,7 +146,8 @@ def test_e12_minimum_phase_along_path():
     report = zero_dynamics(problem.model, problem.reference, problem.reference_spec.joint_guess, n_points=9)
     assert report.minimum_phase
     assert all(len(z) == 4 for z in report.zeros)  # d = 4 differential variables (Moberg & Hanssen sec. 5.2.1)
-    assert report.cross_check_error < 1e-8
+    # QZ zeros vs the normal form's (independent), relative; measured 6.9e-14 on 2026-11-27: rounding
+    assert report.cross_check_error < 1e-12
 
 
 # ----------------------------------------------------------------------------- eigenfrequencies
@@ -166,6 +170,7 @@ def test_one_joint_clamped_free_pd_frequencies():
     problem = _one_joint_problem(J, Jm, k, d)
     kp, kd = 5.0e3, 200.0
     rep = eigenfrequencies(problem.model, problem.reference, n_points=3, pd_gains=(np.array([kp]), np.array([kd])))
+    # closed forms below; rtol 1e-10: rounding of the eigenvalue solve
     two_pi = 2 * np.pi
     # clamped motor: J s^2 + d s + k = 0
     np.testing.assert_allclose(rep.lowest_undamped_hz["clamped"], np.sqrt(k / J) / two_pi, rtol=1e-10)
@@ -187,7 +192,7 @@ def test_modes_two_mass_chain_analytic():
     M = np.diag([m1, m2])
     K = np.array([[k1 + k2, -k2], [-k2, k2]])
     w2 = np.sort(np.roots([m1 * m2, -(m1 * k2 + m2 * (k1 + k2)), k1 * k2]).real)
-    md = modes(M, np.zeros((2, 2)), K)
+    md = modes(M, np.zeros((2, 2)), K)  # closed form above; rtol: rounding of the eigenvalue solve
     np.testing.assert_allclose(md.undamped_hz, np.sqrt(w2) / (2 * np.pi), rtol=1e-12)
     np.testing.assert_allclose(md.natural_hz, np.sqrt(w2) / (2 * np.pi), rtol=1e-10)
     assert md.n_unstable == 0 and md.n_rigid == 0
@@ -205,7 +210,8 @@ def test_strangeness_index_reproduces_the_paper(name, expected):
     problem = load_problem(PROBLEMS / name)
     rep = strangeness_analysis(problem.model, problem.reference, "I3", problem.reference_spec.joint_guess)
     assert (rep.mu, rep.a, rep.d) == expected
-    assert rep.steps[-1].gap_M > 1e6  # the rank decision is clear-cut
+    # the rank decision is clear-cut: sigma_r / sigma_(r+1) measured 2026-11-27 at 3.9e9 (E12) .. 2.9e16 (E1)
+    assert rep.steps[-1].gap_M > 1e9
 
 
 def test_strangeness_lower_for_differentiated_forms():
@@ -263,7 +269,8 @@ def test_cli_analyze_writes_report(tmp_path, capsys):
     assert (data["strangeness"]["mu"], data["strangeness"]["a"], data["strangeness"]["d"]) == (1, 2, 2)
     assert data["model"]["passive"] == ["q2"] and data["model"]["direct"] == ["q1"]
     assert data["zero_dynamics"]["minimum_phase"] is True
-    # motors clamped: only q2 moves, omega^2 = k / M22 = 1e5 / 600 (Moberg & Hanssen eq. 27 at q2 = 0)
+    # motors clamped: only q2 moves, omega^2 = k / M22 = 1e5 / 600 (Moberg & Hanssen eq. 27 at q2 = 0); rel 1e-9:
+    # rounding
     assert data["eigenfrequencies"]["clamped"]["min_lowest_undamped_hz"] == pytest.approx(
         np.sqrt(1e5 / 600.0) / (2 * np.pi), rel=1e-9)
 

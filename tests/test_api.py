@@ -59,7 +59,8 @@ def test_with_values_equals_the_edited_file(tmp_path):
     assert changed.reference_spec.duration == 0.4 and changed.reference_spec.end[1] == pytest.approx(1.6)
     assert changed.nlp.torque_max == (1.5e5, 9e4) and changed.solver.order == 5
     assert changed.source == base.source
-    assert base.chain.joints[2].stiffness == 1e5 and base.to_dict() == raw(E12)  # the original is untouched
+    # e12_line.toml's q3 stiffness; the original is untouched
+    assert base.chain.joints[2].stiffness == 1e5 and base.to_dict() == raw(E12)
     assert base.with_values({"model.joints.q2.mass": 90.0}).to_dict() == \
         base.with_values({"model.joints[2].mass": 90.0}).to_dict()
 
@@ -125,6 +126,7 @@ def test_dataframes_match_the_saved_files(e1_plan):
     csv = read_trajectory_csv(out / "trajectory.csv")
     assert list(df.columns) == list(csv)
     for name in csv:
+        # the CSV holds 12 significant digits (%.12g)
         assert np.allclose(df[name], csv[name], rtol=1e-11, atol=1e-12), name
     summary = json.loads((out / "summary.json").read_text())
     assert df.attrs["units"] == {c["name"]: c["unit"] for c in summary["columns"]}
@@ -134,6 +136,7 @@ def test_dataframes_match_the_saved_files(e1_plan):
     cases = summary["verification"]["tool_error"]
     assert list(ver.index) == list(cases) and ver.index.name == "case"
     for case, numbers in cases.items():
+        # the same numbers through summary.json (JSON floats round-trip exactly; 1e-12 is slack only)
         assert ver.loc[case, "max_mm"] == pytest.approx(numbers["max_mm"], rel=1e-12)
         assert ver.loc[case, "rms_mm"] == pytest.approx(numbers["rms_mm"], rel=1e-12)
         assert ver.loc[case, "peak_u_q1_Nm"] == pytest.approx(numbers["peak_torque_Nm"][0], rel=1e-12)
@@ -143,6 +146,7 @@ def test_dataframes_match_the_saved_files(e1_plan):
 
     saved = ffopt.load_plan(out)  # the same tables from the folder
     pd.testing.assert_frame_equal(saved.verification_dataframe(), ver)
+    # read back from the CSV's %.12g
     assert np.allclose(saved.to_dataframe().to_numpy(), df.to_numpy(), rtol=1e-11, atol=1e-12)
     assert saved.to_dataframe().attrs["units"] == df.attrs["units"]
     assert saved.problem().to_dict() == result.problem.to_dict()

@@ -23,7 +23,7 @@ from ffopt.dae import bdf
 from ffopt.dae.bdf import solve_bdf
 from ffopt.errors import SolverError
 
-ORDER_TOL = 0.3  # |observed order - k| allowed
+ORDER_TOL = 0.3  # |observed order - k| allowed: tells order k from k - 1 and k + 1 with room to spare
 
 
 def _F(residual, n):
@@ -119,10 +119,10 @@ def test_step_outputs_are_consistent():
     alpha = bdf.BDF_ALPHA[order]
     i = 50
     xdot = sum(alpha[j] * res.x[i - j] for j in range(order + 1)) / h  # BDF difference
-    assert np.allclose(res.xdot[i], xdot, rtol=0, atol=1e-10)
+    assert np.allclose(res.xdot[i], xdot, rtol=0, atol=1e-10)  # the difference above, to rounding (|x| / h)
     resid = np.array(F(res.t[i], res.x[i], res.xdot[i])).ravel()
-    assert np.abs(resid).max() == pytest.approx(res.residual_norm[i], abs=1e-15)
-    assert res.residual_norm[1:].max() < 1e-9
+    assert np.abs(resid).max() == pytest.approx(res.residual_norm[i], abs=1e-15)  # the same residual, recomputed
+    assert res.residual_norm[1:].max() < 1e-9  # Newton's stopping tests (newton_tol 1e-10, step_tol 1e-9)
     # Newton from the extrapolated guess: one step and one confirming evaluation on this smooth
     # nonlinear problem; a linear problem never needs more than that
     assert res.newton_iterations[0] == 0 and 1 <= res.newton_iterations[1:].max() <= 3

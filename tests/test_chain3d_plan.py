@@ -53,5 +53,6 @@ def test_plan_ignoring_rotor_coupling_misses_on_the_full_plant(bearing_arm):
                          verify=False, compile=False).trajectory
     du = np.abs(reduced.u - plan.trajectory.u).max(axis=0)
     peak = np.abs(plan.trajectory.u).max(axis=0)
-    assert 1e-4 < du.max() / peak.max() < 1e-2
+    # regression value measured on 2026-11-27: 0.27 % of the peak torque (docstring: 0.3 %); bounds 2x either way
+    assert 1.4e-3 < du.max() / peak.max() < 5.5e-3
     assert tool_error_mm(reduced, pd=True) > 5 * tool_error_mm(plan.trajectory, pd=True)

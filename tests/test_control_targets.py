@@ -28,7 +28,7 @@ def test_e12_nominal_elastic_feedforward_beats_tomei_100x_and_rigid_10x(e12):
     problem, plan = e12
     c = ffopt.simulate(problem, plan, controller="pd", baselines=True).cases
     elastic = c["feedforward_pd"].max_mm
-    assert elastic < 0.1
+    assert elastic < 0.1  # E12's 0.1 mm target (results/README.md); measured 0.028 mm on 2026-11-27
     assert c["static_compensation_pd"].max_mm > 100 * elastic
     assert c["rigid_feedforward_pd"].max_mm > 10 * elastic
 

@@ -46,4 +46,4 @@ def test_e12_nonlinear_friction_warning_and_its_advice():
                                    for f in found})
     nlp = ffopt.plan(advised, method="nlp")
     assert "unresolved_friction_reversals" not in nlp.trajectory.stats
-    assert nlp.verification.cases["feedforward_pd"].max_mm < 0.1
+    assert nlp.verification.cases["feedforward_pd"].max_mm < 0.015  # 2x the 0.0072 mm measured on 2026-11-27

@@ -155,8 +155,10 @@ def test_e12_plan_with_a_stated_hold_resimulates_to_what_was_planned(hold):
     tr = res.trajectory
     assert np.allclose(np.diff(tr.t), 2e-3) and tr.stats["hold"] == hold
     cases = res.verification.cases
-    assert cases["feedforward_open_loop"].max_mm < 1e-3
-    assert cases["feedforward_pd"].max_mm < 1e-3
+    # regression values measured on 2026-11-27: open loop 4.1e-5 (zoh) / 2.4e-4 mm (linear), with the PD
+    # 3.7e-5 / 3.2e-5 mm; bounds 2x the larger
+    assert cases["feedforward_open_loop"].max_mm < 5e-4
+    assert cases["feedforward_pd"].max_mm < 8e-5
     out = res.summary()["settings"]["output"]
     assert out["hold"] == hold and out["sample_time_s"] == pytest.approx(2e-3) and out["stated"]
     assert res.summary()["verification"]["tool_error"]["feedforward_open_loop"]["description"].startswith(
@@ -190,7 +192,7 @@ def test_saved_zoh_plan_is_resimulated_with_its_hold(tmp_path):
     run = out.runs[out.main]
     assert run.simulation.stats["interpolation"] == "zoh"
     assert run.error.max_mm == pytest.approx(res.verification.cases["feedforward_open_loop"].max_mm, rel=1e-3, abs=1e-6)
-    assert run.error.max_mm < 1e-3
+    assert run.error.max_mm < 1e-4  # 2.5x the 4.1e-5 mm measured on 2026-11-27 (e12_held.toml: zoh at 2 ms)
 
 
 def test_cli_sample_time_and_hold(tmp_path, capsys):

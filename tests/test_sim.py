@@ -119,11 +119,13 @@ def test_payload_mismatch_changes_the_plant_and_costs_accuracy():
     p = load_problem(ROOT / "problems" / "e1_complete.toml")
     traj = solve_inverse_bdf(p.model, p.reference, 6, 5e-3, "I1", qa_guess=p.reference_spec.joint_guess)
     c = verify(p.model, p.reference, traj, p.verification, p.reference_spec.joint_guess, cases="full").cases
+    # regression values measured on 2026-11-27: 0.232 mm nominal with the PD (bound 2.2x), 101 / 50 mm on the
+    # payload x0.5 / x2 plants, open loop 0.241 mm with linear u and 0.0056 mm with cubic u
     assert c["feedforward_pd"].max_mm < 0.5
     assert c["payload_x0.5"].max_mm > 20 * c["feedforward_pd"].max_mm
     assert c["payload_x2"].max_mm > 20 * c["feedforward_pd"].max_mm
     # the spline through the torque samples removes the O(h^2) interpolation error of linear u
-    assert c["feedforward_open_loop_cubic_u"].max_mm < 0.3 * c["feedforward_open_loop"].max_mm
+    assert c["feedforward_open_loop_cubic_u"].max_mm < 0.05 * c["feedforward_open_loop"].max_mm  # 2x the 0.023
 
 
 def test_rigid_feedforward_is_exact_on_a_nearly_rigid_robot():
@@ -138,11 +140,13 @@ def test_rigid_feedforward_is_exact_on_a_nearly_rigid_robot():
     q0 = np.concatenate([rig.qa[0]])
     sim = simulate(model, t, rig.u, q0=q0)
     err = 1000 * np.abs(sim.y - p.reference.evaluate(t)).max()
-    assert err < 0.5
+    # regression values measured on 2026-11-27: 0.0346 mm here, 88.1 mm on the flexible arm below (2500x);
+    # bounds 2x and 2.5x
+    assert err < 0.07
     # ... while on the real (flexible) E1 complete it misses by much more.
     rig_f = rigid_feedforward(p.model, p.reference, t, p.reference_spec.joint_guess)
     sim_f = simulate(p.model, t, rig_f.u, q0=rig_f.qa[0])
-    assert 1000 * np.abs(sim_f.y - p.reference.evaluate(t)).max() > 20 * err
+    assert 1000 * np.abs(sim_f.y - p.reference.evaluate(t)).max() > 1000 * err
 
 
 def _e12_with_end(end_mm):

@@ -128,8 +128,10 @@ def test_r3_benchmark_targets():
     mm and at least 100x below the rigid-model feedforward's."""
     r = ffopt.plan(FILES[0], verify="full")
     cases = r.verification.cases
-    assert cases["feedforward_pd"].max_mm < 0.05
-    assert cases["rigid_feedforward_pd"].max_mm > 100 * cases["feedforward_pd"].max_mm
+    # results/manutec_r3.md (re-measured 2026-11-27): 0.00436 mm with the PD, the rigid feedforward 12.9 mm
+    # (2952x); bounds 2x
+    assert cases["feedforward_pd"].max_mm < 0.009
+    assert cases["rigid_feedforward_pd"].max_mm > 1500 * cases["feedforward_pd"].max_mm
 
 
 def test_r3_differential_index_is_three():

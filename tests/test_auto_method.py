@@ -268,17 +268,21 @@ def test_an_explicit_method_is_not_replaced(monkeypatch):
 
 
 @pytest.mark.slow
-def test_e12_at_a_step_no_bdf_form_can_take_is_planned_by_the_nlp():
-    """E12 with a BDF step of 20 ms: BDF-6 fails in every form and as dd (Newton stops mid-motion); the
-    NLP (its own 1 ms grid: only solver.step is changed) plans it and verifies below 0.1 mm. Measured:
-    0.007 mm, ~20 s. (``ffopt.plan(..., step=0.02)`` / ``--step`` would set the NLP grid too: Radau-3 on
-    20 ms intervals verifies to ~2 mm, which is what that request asks for.)"""
+def test_e12_at_a_coarse_step_takes_the_stable_order_and_says_it_misses():
+    """E12 with a BDF step of 20 ms (15 rows for the 0.3 s move): h z = -0.013 +- 1.0j on the zero dynamics
+    (-0.63 +- 50j rad/s) lies outside the stability regions of BDF-4..6, so method auto takes BDF-3 from the
+    analysis in one attempt (before that analysis BDF-6 failed in four forms and the NLP planned on its own
+    1 ms grid, ignoring the step asked for). The step is honoured and the verdict is honest: a 20 ms table
+    cannot carry this move (measured on 2026-11-27: 51.8 mm with the PD during the move), so the plan
+    misses its 0.22 mm tolerance and the miss names the step as the thing to change."""
     problem = ffopt.load_problem(ROOT / "problems" / "e12_line.toml").with_solver(step=0.02)
     result = ffopt.plan(problem, method="auto")
     attempts = result.method_choice["attempts"]
-    assert [a["ok"] for a in attempts] == [False] * 4 + [True]
-    # E12's 0.1 mm target (results/README.md); measured 0.007 mm (docstring, 2026-11-23)
-    assert result.verification.cases["feedforward_pd"].max_mm < 0.1
+    assert len(attempts) == 1 and attempts[0]["ok"] and result.trajectory.method == "bdf3-I1", attempts
+    ver = result.verification
+    assert ver.status == "missed_tolerance"
+    assert 20 < ver.cases["feedforward_pd"].max_mm < 110  # regression value 51.8 mm (above), bound ~2x
+    assert "smaller --step" in ver.verdict.misses[0]["cause"]
 
 
 def _toml(data: dict) -> str:

@@ -30,25 +30,28 @@ def e1():
                                              ("DC", "python")])
 def test_variants_give_the_same_torque(e1, variant, engine):
     # Moberg & Hanssen: "Almost identical solutions were obtained with the different methods". At BDF-6,
-    # h = 1 ms every variant is within 1e-4 of the peak torque of the converged reference
-    # (measured 2e-7 .. 2.3e-5; at the paper's 5 ms they differ by 0.3-1.5 %, the BDF error).
+    # h = 1 ms every variant is close to the converged reference: regression values measured on 2026-11-27,
+    # u 1.9e-7 (DD) .. 2.2e-5 (HI) of the peak, q 1.5e-8 .. 4.1e-8 rad; bounds ~2x the largest (at the paper's
+    # 5 ms they differ by 0.2-1.5 %, the BDF error).
     p, ref = e1
     tr = solve_inverse_variant(p.model, p.reference, variant, 6, 1e-3, p.reference_spec.joint_guess, engine=engine)
     assert tr.method == f"{variant}-bdf6"
     u_ref = ref.u[::8, 0]
-    assert np.abs(tr.u[:, 0] - u_ref).max() / np.abs(u_ref).max() < 1e-4
-    assert np.abs(tr.q - ref.q[::8]).max() < 1e-6
+    assert np.abs(tr.u[:, 0] - u_ref).max() / np.abs(u_ref).max() < 5e-5
+    assert np.abs(tr.q - ref.q[::8]).max() < 1e-7
 
 
 @pytest.mark.parametrize("variant", ["HI", "DD44", "KM", "DC"])
 def test_variants_agree_at_the_paper_settings(e1, variant):
-    # BDF-6, h = 5 ms (Moberg & Hanssen sec. 7.2.5): the variants differ from DD by the BDF error only
+    # BDF-6, h = 5 ms (Moberg & Hanssen sec. 7.2.5): the variants differ from DD by the BDF error only;
+    # regression values measured on 2026-11-27: u 0.16 % (DC) .. 1.5 % (HI) from DD and 0.47-1.5 % from the
+    # converged reference, q 1.4e-4 .. 3.1e-4 rad from DD
     p, ref = e1
     g = p.reference_spec.joint_guess
     dd = solve_inverse_variant(p.model, p.reference, "DD", 6, 5e-3, g)
     tr = solve_inverse_variant(p.model, p.reference, variant, 6, 5e-3, g)
-    assert np.abs(tr.u - dd.u).max() / np.abs(dd.u).max() < 2e-2  # measured 0.2-1.2 %
-    assert np.abs(tr.q - dd.q).max() < 1e-3
+    assert np.abs(tr.u - dd.u).max() / np.abs(dd.u).max() < 2e-2
+    assert np.abs(tr.q - dd.q).max() < 7e-4
     assert np.abs(tr.u - ref.u[::40]).max() / np.abs(ref.u).max() < 2e-2
 
 
@@ -71,8 +74,9 @@ def test_hi_is_the_i3_form(problem):
     i3 = solve_inverse_bdf(p.model, p.reference, 6, 5e-3, "I3", qa_guess=g)
     hi = solve_inverse_variant(p.model, p.reference, "HI", 6, 5e-3, g)
     assert hi.stats["scaling_power"] == 1.0 and i3.stats["scaling_power"] == 2.0
-    assert np.abs(hi.u - i3.u).max() / np.abs(i3.u).max() < 1e-6  # measured 6e-9 / 1.6e-8
-    assert np.abs(hi.q - i3.q).max() < 1e-9
+    # regression values measured on 2026-11-27: u 6.3e-9 / 1.6e-8 of the peak, q 6.8e-13 rad (Newton tolerance)
+    assert np.abs(hi.u - i3.u).max() / np.abs(i3.u).max() < 4e-8
+    assert np.abs(hi.q - i3.q).max() < 2e-12
 
 
 @pytest.mark.parametrize("variant", ["DD44", "DC"])
@@ -83,8 +87,9 @@ def test_lsqnonlin_like_engine_finds_the_same_steps(e1, variant):
     g = p.reference_spec.joint_guess
     a = solve_inverse_variant(p.model, p.reference, variant, 6, 5e-3, g, engine="compiled")
     b = solve_inverse_variant(p.model, p.reference, variant, 6, 5e-3, g, engine="scipy")
-    assert np.abs(b.u - a.u).max() / np.abs(a.u).max() < 1e-8  # measured ~1e-14
-    assert np.abs(b.q - a.q).max() < 1e-10
+    # regression values measured on 2026-11-27: u 1.2e-12 (DD44) / 1.6e-13 (DC) of the peak, q 1e-14 rad (roundoff)
+    assert np.abs(b.u - a.u).max() / np.abs(a.u).max() < 3e-12
+    assert np.abs(b.q - a.q).max() < 1e-13
 
 
 @pytest.mark.slow
@@ -96,8 +101,9 @@ def test_km_with_the_lsqnonlin_like_engine(e1):
     a = solve_inverse_variant(p.model, p.reference, "KM", 6, 5e-3, g, engine="python")
     b = solve_inverse_variant(p.model, p.reference, "KM", 6, 5e-3, g, engine="scipy")
     # same roots to the least-squares tolerances (LSQ_TOL, finite-difference Jacobians)
-    assert np.abs(b.u - a.u).max() / np.abs(a.u).max() < 1e-5  # measured 1.4e-7
-    assert np.abs(b.q - a.q).max() < 1e-7  # measured 6.7e-9
+    # measured on 2026-11-23 (results/moberg_hanssen_variants.md): u 1.4e-7, q 6.7e-9 rad
+    assert np.abs(b.u - a.u).max() / np.abs(a.u).max() < 1e-5
+    assert np.abs(b.q - a.q).max() < 1e-7
 
 
 def _fz_rank(F, x, xdot, algebraic):
@@ -133,7 +139,8 @@ def test_hand_made_variants_need_e1(e1):
 
 @pytest.mark.slow
 def test_e1_complete_variants_agree():
-    # the hand-made systems are built from the model's functions, so they hold for eq. (27) too
+    # the hand-made systems are built from the model's functions, so they hold for eq. (27) too; 1e-4 as in
+    # test_variants_give_the_same_torque (a slow test, not re-measured on 2026-11-27)
     p = load_problem(ROOT / "problems" / "e1_complete.toml")
     g = p.reference_spec.joint_guess
     dd = solve_inverse_variant(p.model, p.reference, "DD", 6, 1e-3, g)
@@ -157,6 +164,8 @@ def test_e12_dc_equals_dd_and_km_needs_least_squares_to_the_residual():
     dc = solve_inverse_variant(p.model, p.reference, "DC", 6, 1e-3, g)
     hi = solve_inverse_variant(p.model, p.reference, "HI", 6, 1e-3, g)
     peak = np.abs(dd.u).max()
+    # bounds from the 2026-11-23 study (results/moberg_hanssen_variants.md; slow, not re-measured on 2026-11-27):
+    # DC and DD solve the same equations; HI is the I3 form, 2.4e-2 at 1 ms in test_inverse
     assert np.abs(dc.u - dd.u).max() / peak < 1e-6
     assert np.abs(hi.u - dd.u).max() / peak < 5e-2  # I3 order loss at the motion start
     dae = build_inverse_dae(p.model, p.reference, "I3")
@@ -166,7 +175,7 @@ def test_e12_dc_equals_dd_and_km_needs_least_squares_to_the_residual():
     assert 0.02 <= t[first_bad] < 0.03  # the motion starts at 0.02 s
     km = solve_inverse_variant(p.model, p.reference, "KM", 6, 1e-3, g)
     assert km.stats["engine"] == "python" and "engine_fallback" in km.stats
-    assert np.abs(km.u - dd.u).max() / peak < 1e-4  # measured 2.6e-6 against I1
+    assert np.abs(km.u - dd.u).max() / peak < 1e-4  # measured 2.6e-6 against I1 on 2026-11-23
 
 
 def test_moberg_hanssen_variants_are_selectable_from_the_cli(tmp_path):
@@ -178,19 +187,21 @@ def test_moberg_hanssen_variants_are_selectable_from_the_cli(tmp_path):
     assert main(["plan", str(ROOT / "problems" / "e1_simplified.toml"), "--method", "km", "--out", str(out),
                  "--quiet", "--no-plots"]) == 3
     s = json.loads((out / "summary.json").read_text())
+    # 0.67 mm measured on 2026-11-27 (bound 1.5x: KM's steps differ from BDF's by the solver tolerance only)
     assert s["method"] == "KM-bdf6" and s["verification"]["tool_error"]["feedforward_pd"]["max_mm"] < 1.0
 
 
 def test_km_on_e12_falls_back_to_the_python_engine_and_matches_dd():
     # The compiled KM march (4 regularised Gauss-Newton iterations per step) stalls on E12 where
     # the motion starts (weighted residual ~4e-7); the Python engine (SVD least squares iterated
-    # to the residual) solves it. Measured at BDF-6, 3 ms: 1.8e-4 of the peak torque from I1.
+    # to the residual) solves it. Regression value measured on 2026-11-27 at BDF-6, 3 ms: 1.8e-4 of the peak
+    # torque from I1 (bound ~2x).
     p = load_problem(ROOT / "problems" / "e12_line.toml")
     g = p.reference_spec.joint_guess
     km = solve_inverse_variant(p.model, p.reference, "KM", 6, 3e-3, g, engine="compiled")
     assert km.stats["engine"] == "python" and "residual" in km.stats["engine_fallback"]
     i1 = solve_inverse_bdf(p.model, p.reference, 6, 3e-3, "I1", qa_guess=g)
-    assert np.abs(km.u - i1.u).max() < 1e-3 * np.abs(i1.u).max()
+    assert np.abs(km.u - i1.u).max() < 4e-4 * np.abs(i1.u).max()
 
 
 def test_compiled_km_builds_into_an_empty_cache(e1, tmp_path, monkeypatch):
@@ -206,4 +217,5 @@ def test_compiled_km_builds_into_an_empty_cache(e1, tmp_path, monkeypatch):
         compiled = solve_inverse_variant(p.model, p.reference, "KM", 6, 5e-3, g, engine="compiled")
     assert compiled.stats["engine"] == "compiled" and len(list(tmp_path.glob("km_*.so"))) == 1
     python = solve_inverse_variant(p.model, p.reference, "KM", 6, 5e-3, g, engine="python")
-    assert np.abs(compiled.u - python.u).max() / np.abs(python.u).max() < 1e-6
+    # regression value measured on 2026-11-27: 1.7e-10 (the march's Gauss-Newton vs SVD least squares); bound ~2x
+    assert np.abs(compiled.u - python.u).max() / np.abs(python.u).max() < 4e-10

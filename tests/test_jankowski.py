@@ -28,6 +28,7 @@ def test_analyze_prints_the_clamped_motor_frequencies_of_the_paper(problem):
     report = analyze_problem(problem, n_points=5, frequency_points=21)
     modes = np.array([f[:2] for f in report.frequencies.all_undamped_hz["clamped"]])
     assert modes.mean(axis=0) == pytest.approx([11.1, 22.5], abs=0.02)  # fitted: 11.100, 22.500
+    # ranges over the workspace: regression values measured on 2026-11-23 and again on 2026-11-27
     assert 10.0 < modes[:, 0].min() and modes[:, 0].max() < 12.0  # measured 10.31 .. 11.69 Hz
     assert 21.0 < modes[:, 1].min() and modes[:, 1].max() < 24.0  # measured 21.70 .. 23.73 Hz
     text = report.text()
@@ -45,8 +46,9 @@ def test_the_problem_plans_voltages_verified_by_simulation(planned, tmp_path):
     problem, result = planned
     tr = result.trajectory
     assert tr.input_unit == "V" and tr.electric
-    assert result.verification.cases["feedforward_pd"].max_mm < 1e-3  # measured 1.1e-4 mm
-    assert np.abs(tr.torques - problem.model.drives.torque(tr.current)).max() < 1e-9
+    # regression value measured on 2026-11-27: 1.06e-4 mm (bound ~2x)
+    assert result.verification.cases["feedforward_pd"].max_mm < 2.5e-4
+    assert np.abs(tr.torques - problem.model.drives.torque(tr.current)).max() < 1e-9  # the same map: measured 0
     result.save(tmp_path / "plan", plots=False)
     data = ffopt.io.results.read_trajectory_csv(tmp_path / "plan" / "trajectory.csv")
     assert {"u_q1", "torque_q1", "current_q1"} <= set(data)
@@ -104,13 +106,14 @@ def test_controller_meets_the_paper_target_over_the_whole_move(problem):
         errors.append(r.max_error_mm)
         ratio = r.max_error_mm / PAPER_MAX_ERROR_MM[m]
         assert 0.75 * MEASURED_RATIO[m] < ratio < 1.25 * MEASURED_RATIO[m], (m, r.max_error_mm, ratio)
-    assert errors[0] > 1.5 * errors[1] and errors[1] > 1.2 * errors[2], errors  # measured 1.86, 1.33
+    assert errors[0] > 1.5 * errors[1] and errors[1] > 1.2 * errors[2], errors  # measured 1.86, 1.33 (2026-11-27)
 
 
 def test_backward_euler_prediction_converges_to_the_planned_voltage(planned):
     """Eq. 14-19 against ffopt's BDF-6 inverse (a different formulation, I1 form): from the planned state
     at t_n the prediction's voltage at t_n + 1.5 H tends to the planned one like h. Measured at
-    t_n = 0.45 s: error 2.25e-3 / 1.06e-3 / 0.51e-3 V for h = H/2, H/4, H/8 (peak voltage 10.7 V)."""
+    t_n = 0.45 s: error 2.25e-3 / 1.06e-3 / 0.51e-3 V for h = H/2, H/4, H/8 (peak voltage 10.7 V; regression
+    values measured on 2026-11-23, the same on 2026-11-27)."""
     problem, result = planned
     tr = result.trajectory
     t_n = 0.45
@@ -125,14 +128,15 @@ def test_backward_euler_prediction_converges_to_the_planned_voltage(planned):
         X, _ = ctrl.predict(t_n, x, np.concatenate([ctrl.start_values(x), at(t_n, tr.u)]))
         err.append(np.abs(X[ctrl.n_x:] - at(t_n + 0.015, tr.u)).max())
     peak = np.abs(tr.u).max()
-    assert err[0] < 3e-4 * peak
-    assert 1.7 < err[0] / err[1] < 2.3 and 1.7 < err[1] / err[2] < 2.3, err  # first order in h
+    assert err[0] < 3e-4 * peak  # 1.4x the measured 2.1e-4 of the peak
+    # first order in h (backward Euler): the error halves with h (measured ratios 2.12, 2.07)
+    assert 1.7 < err[0] / err[1] < 2.3 and 1.7 < err[1] / err[2] < 2.3, err
 
 
 def test_sampled_loop_is_stable_and_a_slow_armature_circuit_destabilises_it(problem):
     """Spectral radius of the sampled loop linearised at rest (plant over H under the held voltage,
-    controller from the measured state). Measured 0.936 (h = H/2); with L/R = 5 ms instead of 1.5 ms
-    1.012: the controller forgets the measured currents while the held voltage drives them."""
+    controller from the measured state). Measured 0.936 (h = H/2) on 2026-11-23 and 2026-11-27; with L/R = 5 ms
+    instead of 1.5 ms 1.012: the controller forgets the measured currents while the held voltage drives them."""
     settings = ControllerSettings(substeps=2)
     rho, eig = sampled_loop_spectral_radius(problem.model, problem.reference, settings,
                                             guess=problem.reference_spec.joint_guess)
@@ -163,12 +167,12 @@ def test_voltage_depends_on_the_measured_link_states_only(planned):
 
     motor_speeds, currents, motor_angles = [nq + 2, nq + 3], [2 * nq, 2 * nq + 1], [2, 3]
     assert change(motor_speeds) < 1e-9 and change(currents) < 1e-9
-    assert change(motor_angles) > 0.1  # measured 3.3 V per mrad
+    assert change(motor_angles) > 1.5  # V for 1 mrad: measured 3.3 V on 2026-11-27 (bound 1/2 of it)
 
 
 @pytest.mark.slow
 def test_error_splits_into_a_sampling_floor_and_a_step_error_proportional_to_h(problem):
-    """h = H/20 leaves the sampling error alone (measured 0.0229 mm); the backward-Euler part
+    """h = H/20 leaves the sampling error alone (measured on 2026-11-23: 0.0229 mm); the backward-Euler part
     max |e_h - e_floor| falls about like h (measured 0.0773 / 0.0331 / 0.0191 mm)."""
     floor = _run(problem, 20)
     step = [np.linalg.norm(_run(problem, m).position_error_mm - floor.position_error_mm, axis=1).max()
@@ -180,7 +184,8 @@ def test_error_splits_into_a_sampling_floor_and_a_step_error_proportional_to_h(p
 
 @pytest.mark.slow
 def test_controller_error_falls_with_the_sampling_period(problem):
-    """The held voltage: at h = H/4 the error falls with H (measured 0.0480 / 0.0244 mm at H = 10, 5 ms)."""
+    """The held voltage: at h = H/4 the error falls with H (measured on 2026-11-23: 0.0480 / 0.0244 mm at
+    H = 10, 5 ms)."""
     errs = [_run(problem, 4, sampling_s=H).max_error_mm for H in (0.01, 0.005)]
     assert errs[1] < 0.6 * errs[0]
 

@@ -103,7 +103,8 @@ def e12():
 def test_e12_poly11_ends_moving(e12):
     problem, base, *_ = e12
     rest, end = ends_at_rest(problem.model, base)
-    assert not rest and end["link_speed_max_rad_s"] > 3.0 and end["input_offset_max"] > 1e4
+    # regression values measured on 2026-11-27: 3.8 rad/s, 5.0e4 N m from the holding torque (bounds ~1/2)
+    assert not rest and end["link_speed_max_rad_s"] > 2.0 and end["input_offset_max"] > 2.5e4
 
 
 def test_e12_shaped_plan_ends_at_rest_with_a_lower_peak(e12):
@@ -111,19 +112,21 @@ def test_e12_shaped_plan_ends_at_rest_with_a_lower_peak(e12):
     assert info["at_rest"] and info["needed"] and not builds  # a new law is new data, not a new compile
     rest, end = ends_at_rest(shaped.model, traj)
     assert rest
-    assert max(end["link_speed_max_rad_s"], end["motor_speed_max_rad_s"]) < 1e-4
-    assert end["input_offset_max"] < 1e-3 and end["q_offset_max"] < 1e-8  # N m, rad
+    # regression values measured on 2026-11-27: speeds 2.1e-10 rad/s, torque offset 2.4e-7 N m, angle offset
+    # 5.4e-12 rad; bounds ~2x
+    assert max(end["link_speed_max_rad_s"], end["motor_speed_max_rad_s"]) < 5e-10
+    assert end["input_offset_max"] < 5e-7 and end["q_offset_max"] < 1.2e-11  # N m, rad
     peak, peak0 = np.abs(traj.u).max(), np.abs(base.u).max()
     assert peak0 == pytest.approx(E12_PEAK_POLY11, rel=1e-4)
-    assert peak <= peak0 and peak == pytest.approx(E12_PEAK_SHAPED, rel=0.01)
+    assert peak <= peak0 and peak == pytest.approx(E12_PEAK_SHAPED, rel=1e-5)  # the constant's rounding: 2e-7
     assert info["peak_input_after"] == pytest.approx(peak, rel=1e-9)
-    assert info["bdf_solves"] < 200 and info["iterations"] <= 15
+    assert info["bdf_solves"] < 170 and info["iterations"] <= 12  # measured 85 and 6 on 2026-11-27
 
 
 def test_e12_shaped_plan_tracks_the_same_line_exactly(e12):
     problem, _, _, _, shaped, traj, _ = e12
     tool = traj.tool[:, [0, 2]]  # outputs x, z
-    assert np.abs(tool - traj.y_ref).max() < 1e-9  # m: the BDF's planned error
+    assert np.abs(tool - traj.y_ref).max() < 1e-12  # m: the BDF's planned error (measured 1.0e-13 on 2026-11-27)
     spec = problem.reference_spec
     p0, p1 = spec.start, spec.end
     along = (traj.y_ref - p0) @ (p1 - p0) / np.dot(p1 - p0, p1 - p0)
@@ -139,10 +142,11 @@ def test_e1_needs_enough_shaping_terms_or_a_longer_move():
     problem = load_problem(PROBLEMS / "e1_simplified.toml")
     _, info = shape_for_rest(problem, 2, duration_factors=(1.25, 1.5))
     assert not info["at_rest"] and "no monotone rest-to-rest law" in info["message"]
-    assert info["end_after"]["link_speed_max_rad_s"] > 0.1 and info["end_residual_max"] > 1.0
+    # regression values measured on 2026-11-27: 1.64 rad/s, end residual 1.4e5 (bounds ~1/2)
+    assert info["end_after"]["link_speed_max_rad_s"] > 0.8 and info["end_residual_max"] > 7e4
     assert info["duration_needed_s"] == pytest.approx(0.125) and info["duration_factor"] == 1.25
     shape, info = shape_for_rest(problem, 6, duration_factors=())
-    assert info["at_rest"] and info["peak_input_after"] == pytest.approx(E1_PEAK_SHAPED, rel=0.01)
+    assert info["at_rest"] and info["peak_input_after"] == pytest.approx(E1_PEAK_SHAPED, rel=1e-5)  # rounding
     shaped = problem.with_values({"reference.time_law_shape": shape.tolist()})
     assert ends_at_rest(shaped.model, _plan(shaped))[0]
 
@@ -192,6 +196,7 @@ def test_e12_robust_shaper_takes_the_pd_held_mode_and_the_zero_dynamics():
 
     kind, modes = robust_shaper(load_problem(PROBLEMS / "e12_line.toml"))
     assert kind == "zvd" and len(modes) == 2
+    # rel: the cited values are rounded (0.948 / 0.107: 3 digits; -0.63 +- 50j: 2 digits, 0.7 % off)
     assert modes[0] == pytest.approx((0.948, 0.107), rel=0.01)
     assert modes[1] == pytest.approx((50.0 / (2 * np.pi), 0.63 / 50.0), rel=0.02)
 

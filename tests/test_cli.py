@@ -35,6 +35,7 @@ def test_plan_writes_trajectory_summary_and_plots(e1_out):
     assert header == ["t", "u_q1", "qm_q1", "dqm_q1", "tool_x_mm", "tool_y_mm", "tool_z_mm", "ref_z_mm",
                       "q_q1", "q_q2", "dq_q1", "dq_q2"]
     data = read_trajectory_csv(e1_out / "trajectory.csv")
+    # problems/e1_simplified.toml: 0.02 s rest + 0.1 s move + 0.3 s rest at Moberg & Hanssen's 5 ms
     assert np.allclose(np.diff(data["t"]), 5e-3) and data["t"][-1] == pytest.approx(0.42)
     s = json.loads((e1_out / "summary.json").read_text())
     assert s["settings"]["order"] == 6 and s["method"] == "bdf6-I1"
@@ -43,7 +44,7 @@ def test_plan_writes_trajectory_summary_and_plots(e1_out):
     pd_case = s["verification"]["tool_error"]["feedforward_pd"]
     assert pd_case["max_mm"] < 1.0 and pd_case["residual_mm"] < 0.01 and s["status"] == "missed_tolerance"
     assert s["method_choice"]["rest_to_rest"]["shaped"] and s["verification"]["plan_end_state"]["at_rest"]
-    assert s["verification"]["tool_error"]["pd_only"]["max_mm"] > 10  # PD alone misses by cm
+    assert s["verification"]["tool_error"]["pd_only"]["max_mm"] > 14  # PD alone misses by cm: 27.7 mm (2026-11-27)
     assert {"casadi", "numpy", "python", "ffopt"} <= set(s["versions"])
     assert {"inverse_dynamics", "verification"} <= set(s["wall_time_s"])
     # the CSV torques are the ones the summary reports
@@ -53,6 +54,7 @@ def test_plan_writes_trajectory_summary_and_plots(e1_out):
     units = {c["name"]: c["unit"] for c in s["columns"]}
     assert units["t"] == "s" and units["u_q1"] == "N m" and units["tool_z_mm"] == "mm" and units["dq_q2"] == "rad/s"
     # E1 (l1 = l2 = 1 m): tool z = sin(q1) + sin(q1 + q2) m, in the file in mm; the reference starts at 1414 mm
+    # (the problem file's start_mm, Moberg & Hanssen's); the planned tool is on it exactly (measured 0 mm)
     q1, q2 = data["q_q1"], data["q_q2"]
     assert np.allclose(data["tool_z_mm"], 1000 * (np.sin(q1) + np.sin(q1 + q2)), rtol=1e-10)
     assert data["ref_z_mm"][0] == pytest.approx(1414.0) and np.abs(data["tool_z_mm"] - data["ref_z_mm"]).max() < 1e-6

@@ -50,9 +50,10 @@ def test_hi_newton_matrix_degrades_like_h_to_minus_index_unless_scaled(e1):
     p, q0 = e1
     dae = build_inverse_dae(p.model, p.reference, "I3")  # = Moberg & Hanssen eq. (40), index 2
     x0, xd0 = dae.initial_state(q0), np.zeros(dae.n_x)
+    # the paper's h^-nu (index 2; one power less with the 1/h row scaling); measured 1.9996 / 0.9996 on 2026-11-27
     for power, expected_slope in ((0.0, 2.0), (1.0, 1.0)):
         c1, c2 = (_newton_condition(dae.F, x0, xd0, dae.constraint_rows, h, power) for h in (1e-4, 1e-5))
-        assert np.log10(c2 / c1) == pytest.approx(expected_slope, abs=0.1)
+        assert np.log10(c2 / c1) == pytest.approx(expected_slope, abs=0.01)
 
 
 def test_eq48_newton_matrix_singular_at_rest_eq44_among_the_best(e1):
@@ -64,7 +65,8 @@ def test_eq48_newton_matrix_singular_at_rest_eq44_among_the_best(e1):
         v = e1_variant(p.model, p.reference, eq)
         best[eq] = min(_newton_condition(v.F, v.initial_state(q0), np.zeros(v.n_x), v.constraint_rows, 5e-3, pw)
                        for pw in (0.0, 1.0, 2.0))  # best row scaling (1/h)^p
-    assert best[48] > 1e15  # measured 3e16: singular in double precision
+    # regression values measured on 2026-11-27 at rest (results/conditioning.md has the moving point)
+    assert best[48] > 1e15  # measured 3.4e16: singular in double precision
     assert best[44] < min(best[40], best[43]) / 30  # measured 2.0e4 against 4.4e6 and 1.1e6
     assert best[44] < 2 * best[49]  # measured 2.0e4 and 2.0e4
 
@@ -81,7 +83,8 @@ def test_linearized_e12_indices():
 
 def test_more_gear_damping_gives_a_more_accurate_bdf_torque():
     # Moberg & Hanssen sec. 8: "Increasing the damping of the system improves the solvability". E12, BDF-6
-    # on I3 at the paper's h = 1 ms against BDF-6 (I1) at h/8; measured 3.3e-1, 2.8e-2, 3.3e-3 for 0, 50, 500 N m s/rad.
+    # on I3 at the paper's h = 1 ms against BDF-6 (I1) at h/8; regression values measured on 2026-11-27: 2.1e-1,
+    # 2.4e-2, 2.5e-3 for 0, 50, 500 N m s/rad (ratios 8.7, 9.5; bounds 4x).
     from ffopt.dae.inverse import solve_inverse_bdf
 
     base = load_problem(ROOT / "problems" / "e12_line.toml")
@@ -93,4 +96,4 @@ def test_more_gear_damping_gives_a_more_accurate_bdf_torque():
         ref = solve_inverse_bdf(p.model, p.reference, 6, 1.25e-4, "I1", qa_guess=g, compile=False)
         tr = solve_inverse_bdf(p.model, p.reference, 6, 1e-3, "I3", qa_guess=g, compile=False)
         errors.append(np.abs(tr.u - ref.u[::8]).max() / np.abs(ref.u).max())
-    assert errors[0] > 3 * errors[1] > 9 * errors[2]
+    assert errors[0] > 4 * errors[1] > 16 * errors[2]

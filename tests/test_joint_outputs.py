@@ -54,6 +54,7 @@ def test_line_moves_the_joint_output_by_the_tools_time_law():
     y = ref.evaluate(t)
     s = poly11((t - 0.05) / 1.0)
     line = np.array([450.0, -150.0, 350.0]) + np.outer(s, [0.0, 300.0, -50.0])
+    # closed forms of the file's line and law; atol: roundoff (measured 1.4e-13 mm, 1.1e-14 deg on 2026-11-27)
     np.testing.assert_allclose(1000 * y[:, :3], line, atol=1e-9)
     np.testing.assert_allclose(np.degrees(y[:, 3:6]), np.tile([0.0, 0.0, 180.0], (len(t), 1)), atol=1e-12)
     np.testing.assert_allclose(np.degrees(y[:, 6]), MOVE_DEG * s, atol=1e-9)
@@ -81,7 +82,7 @@ def test_polyline_moves_the_joint_output_over_the_whole_motion():
     # smooth (C^5) across the segment and blend boundaries, the joint row included
     rel = ref.breakpoint_jumps(5).max(axis=1) / np.array(
         [max(np.abs(ref.evaluate(t, i)).max(), 1e-300) for i in range(6)])
-    assert np.all(rel < 1e-5), rel
+    assert np.all(rel < 1.6e-6), rel  # roundoff of the derivatives: measured 7.7e-7 (5th) on 2026-11-27
 
 
 def test_arc_keeps_the_output_order_with_a_joint_output():
@@ -172,4 +173,4 @@ def test_planned_link_angles_draw_the_line_and_move_the_elbow_by_its_law():
     assert tool_error_mm < 1e-6, tool_error_mm
     assert angle_error < 1e-9, angle_error
     assert elbow_error_deg < 1e-8, elbow_error_deg
-    assert abs(np.degrees(q[-1, 2]) - MOVE_DEG) < 1e-5
+    assert abs(np.degrees(q[-1, 2]) - MOVE_DEG) < 1e-8  # the law's end: measured exactly 20 deg (as elbow above)

@@ -38,7 +38,7 @@ def relative_jumps(ref, k: int) -> np.ndarray:
 def assert_c5_not_c6(ref):
     """C^5 across every breakpoint (jumps at the level of the one-sided step), but not C^6."""
     rel = relative_jumps(ref, 6)
-    assert np.all(rel[:6] < 1e-5), rel
+    assert np.all(rel[:6] < 2e-6), rel  # measured 9.0e-7 at most on 2026-11-27 (the shipped paths of this file)
     assert rel[6] > 1e-2, rel  # the sixth derivative does jump: the check above can fail
 
 
@@ -67,7 +67,8 @@ def test_polyline_blend_rounds_the_corner_without_stopping():
     ts = np.linspace(0.0, ref.t_end, 20001)
     speed = np.linalg.norm(ref.evaluate(ts, 1), axis=1)
     overlap = (ts >= T[0] - b) & (ts <= T[0])
-    assert speed[overlap].min() > 0.05 * speed.max()  # slows down in the corner but does not stop
+    # slows down in the corner but does not stop: measured 0.10 of the peak speed on 2026-11-27
+    assert speed[overlap].min() > 0.05 * speed.max()
     # Outside the overlap (t in [0, T0 - b] and [T0, end]) the path is the straight segment:
     # p = P0 + (P1 - P0) s(t/T0), and after segment 0 ends p = P1 + (P2 - P1) s((t - t1)/T1).
     law = TIME_LAWS["poly11"]
@@ -76,9 +77,13 @@ def test_polyline_blend_rounds_the_corner_without_stopping():
     t = np.linspace(T[0], ref.t_end, 50)
     np.testing.assert_allclose(ref.evaluate(t), P[1] + np.outer(law((t - (T[0] - b)) / T[1]), P[2] - P[1]),
                                atol=1e-14)
-    # the corner is cut: the path comes near the via point but not through it
+    # in the overlap the two segments' motions add: p = P0 + (P1 - P0) s(t/T0) + (P2 - P1) s((t - t1)/T1),
+    # computed here over the whole move; the corner is cut: the path comes near the via point but not through it
+    s0, s1 = law(np.clip(ts / T[0], 0.0, 1.0)), law(np.clip((ts - (T[0] - b)) / T[1], 0.0, 1.0))
+    blend = P[0] + np.outer(s0, P[1] - P[0]) + np.outer(s1, P[2] - P[1])
+    np.testing.assert_allclose(ref.evaluate(ts), blend, atol=1e-14)  # measured 2.8e-16 on 2026-11-27
     gap = np.linalg.norm(ref.evaluate(ts) - P[1], axis=1).min()
-    assert 1e-3 < gap < 0.1
+    assert gap == pytest.approx(np.linalg.norm(blend - P[1], axis=1).min(), rel=1e-9) and gap > 1e-3  # 3.6 mm
 
 
 def test_joint_ptp_per_joint_durations_are_c5_at_every_joint_stop():
@@ -120,7 +125,7 @@ def test_three_point_arc_passes_through_its_points():
     assert angle == pytest.approx(math.pi)
     ref = arc(centre, A, angle, 1.0, normal)
     ts = np.linspace(0, 1, 2001)
-    assert np.linalg.norm(ref.evaluate(ts) - B, axis=1).min() < 1e-6  # passes through the via point
+    assert np.linalg.norm(ref.evaluate(ts) - B, axis=1).min() < 1e-12  # passes through the via point (6e-17)
     np.testing.assert_allclose(ref.evaluate(1.0)[0], C, atol=1e-14)
     # the long way round: via below the chord gives 3 pi / 2 ... from (1,0) via (0,-1) to (0,1)
     _, n2, a2 = circle_through([1.0, 0.0], [0.0, -1.0], [0.0, 1.0])
@@ -149,7 +154,8 @@ def test_every_registered_time_law_is_accepted(law):
     ts = np.linspace(ref.t_motion_start, ref.t_motion_end, 201)
     jumps = ref.junction_jumps(k)
     for i in range(1, k + 1):  # relative to the derivative's size along the motion (high orders are large)
-        assert jumps[i].max() < 1e-6 * np.abs(ref.evaluate(ts, i)).max(), (i, jumps[i])
+        # roundoff: measured 1.0e-13 at most on 2026-11-27 (a jump would be of the order of the derivative)
+        assert jumps[i].max() < 1e-11 * np.abs(ref.evaluate(ts, i)).max(), (i, jumps[i])
 
 
 def test_polyline_problem_speed_sets_segment_durations():
@@ -162,7 +168,8 @@ def test_polyline_problem_speed_sets_segment_durations():
     # peak speed on each segment = speed_mm_s where the segments do not overlap (first segment)
     ref = p.reference
     ts = np.linspace(ref.t_motion_start, ref.t_motion_start + spec.params["durations"][0] - 0.08, 500)
-    assert np.linalg.norm(ref.evaluate(ts, 1), axis=1).max() == pytest.approx(8.0, rel=1e-4)
+    # the file's speed_mm_s; rel: the peak sampled on 500 points (measured 5.9e-6 below it on 2026-11-27)
+    assert np.linalg.norm(ref.evaluate(ts, 1), axis=1).max() == pytest.approx(8.0, rel=1.2e-5)
     assert_c5_not_c6(ref)
 
 
@@ -176,7 +183,8 @@ def test_joint_ptp_problem_durations_from_limits_and_synchronisation():
     vmax = np.radians(d["reference"]["speed_max_deg_s"])
     amax = np.radians(d["reference"]["acceleration_max_deg_s2"])
     ratio = np.maximum(np.abs(dq).max(axis=0) / vmax, np.abs(ddq).max(axis=0) / amax)
-    np.testing.assert_allclose(ratio, 1.0, rtol=1e-4)  # every joint at one of its limits, none beyond
+    # every joint at one of its limits, none beyond; rtol: the peaks sampled on 4001 points (measured 2.6e-6)
+    np.testing.assert_allclose(ratio, 1.0, rtol=6e-6)
     assert_c5_not_c6(p.reference)
     d["reference"]["synchronized"] = True
     ps = problem_from_dict(d)
@@ -319,12 +327,14 @@ def test_joint_move_tracked_in_joint_space_plans_and_verifies():
     r = ffopt.plan(p, step=2e-3, compile=False, verify="full")
     tr = r.trajectory
     q_ref = np.array(p.reference.joint_function(0).map(len(tr.t))(tr.t.reshape(1, -1))).T
+    # regression values measured on 2026-11-27: link angles on the move to 2.1e-14 rad (the BDF's outputs), gear
+    # deflection 0.011 rad, verified 0.0053 mm / 0.013 mrad, rigid feedforward 14.4 mm (2700x); bounds ~2x
     np.testing.assert_allclose(tr.q[:, :3], q_ref, atol=1e-10)  # the link angles follow the joint move
-    assert np.abs(tr.qm - tr.q[:, :3]).max() > 1e-3  # ... while the motors lead them by the gear deflection
+    assert np.abs(tr.qm - tr.q[:, :3]).max() > 5e-3  # ... while the motors lead them by the gear deflection
     c = r.verification.cases
     # tool error on the tool point against the rigid tool path of the joint move (no passive joints: exact)
-    assert c["feedforward_pd"].max_mm < 0.02 and c["feedforward_pd"].max_mrad < 0.05
-    assert c["rigid_feedforward_pd"].max_mm > 100 * c["feedforward_pd"].max_mm
+    assert c["feedforward_pd"].max_mm < 0.011 and c["feedforward_pd"].max_mrad < 0.027
+    assert c["rigid_feedforward_pd"].max_mm > 1000 * c["feedforward_pd"].max_mm
 
 
 def test_orientation_outputs_are_tracked_by_the_inverse_dynamics():
@@ -335,7 +345,8 @@ def test_orientation_outputs_are_tracked_by_the_inverse_dynamics():
     y = np.array(p.model.output.map(len(tr.t))(tr.q[:, :6].T)).T
     np.testing.assert_allclose(y, p.reference.evaluate(tr.t), atol=1e-10)
     assert np.ptp(np.degrees(y[:, 3:]), axis=0) == pytest.approx([15.0, 10.0, 5.0], abs=1e-6)
-    assert np.all(np.isfinite(tr.u)) and np.abs(tr.u[:, 3:]).max() > 0.1  # the wrist motors work
+    # the wrist motors work: measured 4.3 N m on 2026-11-27
+    assert np.all(np.isfinite(tr.u)) and np.abs(tr.u[:, 3:]).max() > 2.0
 
 
 @pytest.mark.slow
@@ -346,7 +357,8 @@ def test_shipped_path_examples_plan_and_verify(name):
 
     r = ffopt.plan(load_problem(PROBLEMS / name), verify="full")
     c = r.verification.cases
-    # measured (BDF-6, 1 ms, I1): 0.0013 / 0.017 / 0.0018 / 0.0009 mm with the motor PD
+    # measured (BDF-6, 1 ms, I1; slow, not re-measured on 2026-11-27): 0.0013 / 0.017 / 0.0018 / 0.0009 mm with
+    # the motor PD; one bound for the four at 3x the largest
     assert c["feedforward_pd"].max_mm < 0.05
     assert c["rigid_feedforward_pd"].max_mm > 100 * c["feedforward_pd"].max_mm
 
@@ -376,4 +388,4 @@ def test_joint_move_to_tool_angles_centres_their_branch_on_the_start_pose():
     p = problem_from_dict(d)
     y = p.reference.evaluate(np.linspace(0.0, p.reference.t_end, 200))
     assert np.degrees(y[-1, 5]) == pytest.approx(200.0, abs=1e-9)  # roll passes 180 deg without wrapping
-    assert np.abs(np.diff(y[:, 3:], axis=0)).max() < 0.1
+    assert np.abs(np.diff(y[:, 3:], axis=0)).max() < 0.1  # a wrap would step by 2 pi; measured steps 0.008 rad

@@ -62,13 +62,13 @@ def closed_form(filt, profile, ts, k_max):
 @pytest.mark.parametrize("n", [1, 2, 5, 9])
 def test_output_and_derivatives_match_the_integrated_filter(n, raw):
     """y and its derivatives 1..n (the filter states and the state equation's last row) agree with
-    DOP853 at rtol 1e-13 to 1e-10 of each derivative's peak."""
+    DOP853 at rtol 1e-13 to 2e-11 of each derivative's peak (measured 9.5e-12 at most on 2026-11-27)."""
     filt, profile = Butterworth(n, 3.0), RAW[raw]
     ts = np.linspace(0.0, 2.0, 801)
     ref = filter_ode_solution(n, 3.0, profile, ts)
     ours = closed_form(filt, profile, ts, n)
     err = np.abs(ours - ref).max(axis=0) / np.abs(ref).max(axis=0)
-    assert err.max() < 1e-10, err
+    assert err.max() < 2e-11, err
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 5, 8])
@@ -106,8 +106,10 @@ def test_continuity_up_to_order_n_minus_1_and_the_jump(raw, m):
     e = 1e-9
     left, right = np.array(f(knot - e)).ravel(), np.array(f(knot + e)).ravel()
     scale = filt.omega ** np.arange(n + m + 1)
-    assert np.all(np.abs(right - left)[:-1] / scale[:-1] < 1e-6)
-    assert right[-1] - left[-1] == pytest.approx(jump * filt.omega**n, rel=1e-5)
+    # across +-1e-9 s a continuous derivative moves by the next one x 2e-9: measured 1.9e-8 of the scale, and the
+    # jump 6.1e-8 off its closed form, on 2026-11-27 (bounds ~2x; a jump would be of the order of the scale)
+    assert np.all(np.abs(right - left)[:-1] / scale[:-1] < 4e-8)
+    assert right[-1] - left[-1] == pytest.approx(jump * filt.omega**n, rel=1.5e-7)
 
 
 @pytest.mark.parametrize("raw", ["step", "ptp"])
@@ -205,10 +207,11 @@ def test_prefiltered_reference_horizon_and_derivatives():
     assert ref.prefilter["order"] == 4 and ref.time_law == "butterworth4"
     np.testing.assert_array_equal(ref.evaluate([0.0, 0.05, 0.1]), 0.0)
     tail = ref.evaluate(np.linspace(info["raw_end_s"] + info["settling_time_s"], ref.t_end, 50))
-    assert np.abs(tail - 1.0).max() <= 1e-6
+    assert np.abs(tail - 1.0).max() <= 1e-6  # the settling tolerance
     jumps = ref.breakpoint_jumps(6, rel_step=1e-9)
     scale = np.array([1.0] + [(2 * np.pi * 10.0) ** k * 15.0 / (2 * np.pi * 10.0) ** 2 for k in range(1, 7)])
-    assert np.all(jumps[:6, :-1] / scale[:6, None] < 1e-5) and np.all(jumps[6, 1:-1] > 1e3)
+    # measured on 2026-11-27: derivatives 0-5 jump by 2.2e-7 of the scale at most, the 6th by 2.3e8 (~ its scale)
+    assert np.all(jumps[:6, :-1] / scale[:6, None] < 5e-7) and np.all(jumps[6, 1:-1] > 1e8)
     assert ref.tool_path is not None and ref.tool_path.n_out == 3
 
 
@@ -229,11 +232,12 @@ def test_plan_reports_the_prefilter(tmp_path):
         "solver": {"step": 1e-3}, "verification": {"payload_scales": []}}
     result = ffopt.plan(problem_from_dict(copy.deepcopy(d)), verify="full")
     cases = {k: c.max_mm for k, c in result.verification.cases.items()}
-    # measured: 0.0025 mm with PD (u linear between samples), 1.4e-5 mm open loop with u as a spline, rigid 9.9 mm
-    assert cases["feedforward_pd"] < 0.01 and cases["feedforward_open_loop_cubic_u"] < 1e-4
-    assert cases["rigid_feedforward_pd"] > 1000 * cases["feedforward_pd"]
+    # regression values measured on 2026-11-27: 0.0025 mm with PD (u linear between samples), 1.4e-5 mm open loop
+    # with u as a spline, rigid 9.9 mm (3900x); bounds ~2x
+    assert cases["feedforward_pd"] < 0.005 and cases["feedforward_open_loop_cubic_u"] < 3e-5
+    assert cases["rigid_feedforward_pd"] > 2000 * cases["feedforward_pd"]
     result.save(tmp_path / "out", plots=False)
     s = json.loads((tmp_path / "out" / "summary.json").read_text())
     pf = s["reference"]["prefilter"]
     assert pf["order"] == 6 and pf["order_source"] == "derived" and "continuous motor torque" in pf["order_reason"]
-    assert s["problem"]["t_end_s"] == pytest.approx(pf["t_end_s"], abs=1e-3)
+    assert s["problem"]["t_end_s"] == pytest.approx(pf["t_end_s"], abs=1e-3)  # rounded to 1 ms in the summary

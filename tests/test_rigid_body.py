@@ -20,7 +20,7 @@ from ffopt.models.rigid_body import (
     tool_rotation,
 )
 
-RTOL = 1e-9
+RTOL = 1e-9  # against Pinocchio: roundoff (measured 4e-15 at most on 2026-11-27); far below any modelling error
 
 
 def _close(actual, expected):

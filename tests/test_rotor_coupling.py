@@ -13,7 +13,7 @@ from _robots import pinocchio_model, pinocchio_terms, random_problem
 from ffopt.models.chain import SpringGroup
 from ffopt.models.flexible import FlexibleModel
 
-RTOL = 1e-9
+RTOL = 1e-9  # against Pinocchio: roundoff (measured 4e-15 at most on 2026-11-27); far below any modelling error
 
 
 def _rigid_body_only(chain):

@@ -62,7 +62,8 @@ def test_simulation_dataframe_matches_the_verification_table(e1_plan):
         assert df.attrs["units"]["error_mm"] == "mm" and df.attrs["units"]["u_q1"] == "N m"
     np.testing.assert_array_equal(e1_plan.simulation_dataframe("feedforward_open_loop")["u_q1"], u)
     pd_u = e1_plan.simulation_dataframe()["u_q1"]  # default: feedforward_pd
-    assert 0.01 * np.abs(u).max() < np.abs(pd_u - u).max() < 0.15 * np.abs(u).max()
+    # regression values measured on 2026-11-27 (the docstring's 7 % and 67 %); bounds 1/2 and 2x
+    assert 0.035 * np.abs(u).max() < np.abs(pd_u - u).max() < 0.15 * np.abs(u).max()
     rigid = e1_plan.simulation_dataframe("rigid_feedforward_pd")["u_q1"]
     assert np.abs(rigid - u).max() > 0.4 * np.abs(u).max()
     sim = e1_plan.simulation_dataframe("feedforward_pd")

@@ -238,7 +238,8 @@ mode = "list"
     report = run_sweep(path, out, workers=2, task=crash_on_run_2)
     assert (report.computed, report.ok, report.failed) == (3, 1, 2)
     df = read_results(out).set_index("run")
-    assert df.loc[1, "status"] in PLANNED and df.loc[1, "error_feedforward_pd_max_mm"] < 1.0
+    # a real plan was made: 0.23 mm measured on 2026-11-27 (bound ~2x)
+    assert df.loc[1, "status"] in PLANNED and df.loc[1, "error_feedforward_pd_max_mm"] < 0.5
     assert df.loc[2, "status"] == "failed" and df.loc[2, "error_type"] == "KilledWorker"
     assert "worker process died" in df.loc[2, "error"]
     assert df.loc[3, "status"] == "failed" and df.loc[3, "error_type"] == "ProblemError"

@@ -24,7 +24,7 @@ from ffopt.models.rigid_body import bias_torques, mass_matrix, tool_position, to
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = ROOT / "problems" / "urdf"
-RTOL = 1e-9
+RTOL = 1e-9  # against Pinocchio: roundoff (measured 4e-15 at most on 2026-11-27); far below any modelling error
 
 
 def erd(relative: str) -> Path:

@@ -115,6 +115,8 @@ def _no_exact_inverse(result) -> bool:
     n_link = model.layout.n_link
     det = [np.linalg.det(pinocchio_decoupling(model, q[:n_link])) for q in tr.q]
     flips = tr.t[np.flatnonzero(np.sign(det[1:]) != np.sign(det[:-1])) + 1]
+    # 5 ms: a few steps of the default 1 ms grid, for any drawn arm (on the planar arm of test_decoupling the two
+    # name the same sample)
     assert flips.size and abs(flips[0] - dec["singular_times_s"][0]) < 5e-3, (
         f"ffopt reports a singular decoupling matrix at {dec['singular_times_s']} s; Pinocchio's det J M^-1 S "
         f"changes sign at {flips.tolist()} s")
@@ -165,7 +167,7 @@ def _check_rigid_body_terms_against_pinocchio(result, n_states: int = 3) -> None
         c = f_b(q, v).full().ravel() - g
         scale = max(1.0, np.abs(M_pin).max(), np.abs(g_pin).max(), np.abs(c_pin).max())
         for name, ours, theirs in (("M", f_m(q).full(), M_pin), ("c", c, c_pin), ("g", g, g_pin)):
-            assert np.abs(ours - theirs).max() < 1e-9 * scale, (name, i, ours, theirs)
+            assert np.abs(ours - theirs).max() < 1e-9 * scale, (name, i, ours, theirs)  # roundoff, as RTOL elsewhere
 
 
 # The default run's arms: four without a passive joint (minimum phase by construction, BDF, 1-16 s each on

@@ -106,7 +106,11 @@ def ipopt_options(warm: bool, tol: float, max_iter: int, max_wall_time: float, h
     # (1 mm tool error), so feasibility is required much tighter than optimality.
     opts = {"tol": tol, "constr_viol_tol": 1e-3 * tol, "max_iter": int(max_iter), "print_level": 0,
             "sb": "yes", "max_wall_time": float(max_wall_time), "mu_strategy": "adaptive",
-            "mumps_scaling": 0,  # the NLP is scaled already; MUMPS scaling made E1 factorisations explode
+            # MUMPS's iterative row and column scaling (ICNTL(8) = 8). Without it (0, the earlier choice: the NLP
+            # is scaled already) a drawn non-causal arm spent 31 s of its 48 s in IPOPT's first factorisation
+            # (the least-squares multiplier system, twice re-allocated); with it 3.6 s in all. Over 16 NLPs
+            # (results/nlp.md, "MUMPS scaling") the NLP time fell from 117 to 54 s, the slowest from 48 to 11 s.
+            "mumps_scaling": 8,
             "hessian_approximation": hessian}
     if linear_solver == "spral":  # its fastest variant on E12 (results/nlp.md): METIS order, no scaling (as MUMPS)
         del opts["mumps_scaling"]

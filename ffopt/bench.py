@@ -214,16 +214,25 @@ def run_bench(quick: bool = False, repeats: int = 5, tables=("forms",)) -> str:
     if unknown:
         raise ProblemError(f"ffopt bench: unknown table {unknown[0]!r} (one of {', '.join(TABLES)})")
     # loop timings are of the -O2 build (tiered compilation would time the first -O0 build); the subprocess
-    # rows of the plan table inherit this and so time a warm cache, which tiered compilation fills with -O2
+    # rows of the plan table inherit this and so time a warm cache, which tiered compilation fills with -O2.
+    # Only for the bench: a caller's process (a test session) gets its own setting back.
+    before = os.environ.get("FFOPT_COMPILE")
     os.environ.setdefault("FFOPT_COMPILE", "sync")
-    parts = [_forms_text(quick, repeats)] if "forms" in tables else []
-    titles = {"plan": "Whole process: ffopt plan problems/e12_line.toml --no-plots (interpreter start to files written)",
-              "steps": "Time against the number of steps (E12)", "bodies": "Time against the number of bodies",
-              "nlp": "The NLP's paths side by side (E12 bounded and exact)"}
-    for name in ("plan", "steps", "bodies", "nlp"):
-        if name in tables:
-            parts.append(f"{titles[name]} ({_stamp(repeats)}):\n" + SCALING_TABLES[name](repeats=repeats, **(
-                {} if name == "plan" else {"quick": quick})))
+    try:
+        parts = [_forms_text(quick, repeats)] if "forms" in tables else []
+        titles = {"plan": "Whole process: ffopt plan problems/e12_line.toml --no-plots (interpreter start to files "
+                          "written)",
+                  "steps": "Time against the number of steps (E12)", "bodies": "Time against the number of bodies",
+                  "nlp": "The NLP's paths side by side (E12 bounded and exact)"}
+        for name in ("plan", "steps", "bodies", "nlp"):
+            if name in tables:
+                parts.append(f"{titles[name]} ({_stamp(repeats)}):\n" + SCALING_TABLES[name](repeats=repeats, **(
+                    {} if name == "plan" else {"quick": quick})))
+    finally:
+        if before is None:
+            os.environ.pop("FFOPT_COMPILE", None)
+        else:
+            os.environ["FFOPT_COMPILE"] = before
     return "\n\n".join(parts)
 
 

@@ -84,11 +84,26 @@ def compile_library(functions, so_path: Path, extra_source: str = "", flags=CFLA
                 os.remove(tmp_so)
 
 
+def _building(folder: Path) -> bool:
+    """Whether a background build in ``folder`` is under way (a marker younger than _STALE_BUILD_S)."""
+    now = time.time()
+    for marker in folder.glob("*.building"):
+        try:
+            if now - marker.stat().st_mtime < _STALE_BUILD_S:
+                return True
+        except FileNotFoundError:  # the build finished meanwhile
+            continue
+    return False
+
+
 def build_in_background(c_file: Path, so_path: Path, flags=CFLAGS) -> None:
     """Compile ``c_file`` into ``so_path`` in a detached process (atomic rename when done; the source is
-    removed after). One build per library at a time (a marker file, stale after 15 min)."""
+    removed after). One background build per cache folder at a time (marker files, stale after 15 min): a
+    burst of new models (a sweep, a test session) would otherwise start a gcc -O2 for each, 2-15 s of CPU
+    apiece, competing with the plans themselves; a model whose build was skipped is built by a later plan
+    (its C source stays beside the -O0 library until then)."""
     marker = so_path.with_suffix(".building")
-    if so_path.exists() or (marker.exists() and time.time() - marker.stat().st_mtime < _STALE_BUILD_S):
+    if so_path.exists() or _building(so_path.parent):
         return
     marker.touch()
     tmp = so_path.parent / f".tmp_lib_{os.getpid()}_{time.monotonic_ns()}.so"

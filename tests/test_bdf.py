@@ -298,6 +298,37 @@ def test_plans_in_threads_of_one_process_share_the_compiled_loop_safely(compiled
     assert all(np.array_equal(u, serial) for u in results)  # the same numbers, bit for bit
 
 
+def test_one_background_build_at_a_time_and_a_skipped_one_is_resumed(tmp_path, monkeypatch):
+    """While another background -O2 build runs in the cache (its marker), a new model's first plan compiles -O0
+    and keeps its C source but starts no second gcc; the model's next plan, once the cache is free, starts it,
+    and the one after uses -O2."""
+    import time
+    from pathlib import Path
+
+    import ffopt
+    from ffopt.dae import bdf
+
+    c_compiler_or_skip()
+    path = Path(__file__).resolve().parents[1] / "problems" / "two_link_elastic.toml"
+    monkeypatch.setenv("FFOPT_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("FFOPT_COMPILE", raising=False)
+
+    def level():
+        monkeypatch.setattr(bdf, "_MEMORY_CACHE", type(bdf._MEMORY_CACHE)())  # a new process
+        return ffopt.plan(ffopt.load_problem(path), verify=False, method="bdf").trajectory.stats["compile_level"]
+
+    other = tmp_path / "bdf_someone_else.building"
+    other.touch()
+    assert level() == "O0"
+    assert len(list(tmp_path.glob("*.c"))) == 1 and list(tmp_path.glob("*.building")) == [other]
+    other.unlink()
+    assert level() == "O0"  # loads -O0 and resumes the -O2 build
+    deadline = time.monotonic() + 300  # a guard against a hung compiler, not a timing assertion
+    while list(tmp_path.glob("*.building")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert level() == "O2" and not list(tmp_path.glob("*.c"))
+
+
 def test_tiered_compilation_runs_at_O0_first_and_uses_the_background_O2_build_next(tmp_path, monkeypatch):
     """FFOPT_COMPILE=tiered (default): the first plan compiles -O0 and starts -O2 in the background; the
     next plan loads -O2. The two libraries give the same torques (to rounding); sync and quick as named."""

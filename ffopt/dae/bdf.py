@@ -322,6 +322,8 @@ def _get_functions(F, order, tol, max_iter, compile, cache_dir, extra=None) -> _
             return hit
         _MEMORY_CACHE.pop(key)  # the background -O2 build has finished: load it
     funcs = _load_compiled(key, cache_dir) if compile and key is not None else None
+    if funcs is not None and funcs.level == "O0" and compile_mode() == "tiered":
+        _resume_background_build(key, cache_dir)
     if funcs is None:  # not on disk: build the step symbolically (and compile it)
         funcs = _build_functions(_expanded(F), order, tol, max_iter, key, extra)
         if compile and key is not None:
@@ -530,6 +532,14 @@ def _load_compiled(key: str, cache_dir) -> _BdfFunctions | None:
         except (RuntimeError, OSError, AttributeError):  # an older layout or a damaged file: build anew
             so_path.unlink(missing_ok=True)
     return None
+
+
+def _resume_background_build(key: str, cache_dir) -> None:
+    """Start the -O2 build of a library loaded at -O0 whose build was skipped (one background build per cache
+    at a time, ``ffopt.codegen.build_in_background``) from the C source kept beside it."""
+    source = _so_path(key, cache_dir).with_suffix(".c")
+    if source.exists():
+        _build_in_background(source, _so_path(key, cache_dir))
 
 
 def _compiled(funcs: _BdfFunctions, key: str, cache_dir) -> _BdfFunctions:

@@ -2,11 +2,12 @@
 compiled BDF loop, ``ffopt.dae.bdf``, and the compiled plant of the verification, ``ffopt.sim.plant``).
 
 Libraries live in ``$FFOPT_CACHE_DIR`` (default ``~/.cache/ffopt``) under a hash of what they
-compute. Tiered compilation (FFOPT_COMPILE=tiered, the default): gcc -O0 builds a library in a
-fraction of -O2's time (UR5, 6 axes, BDF step: 1.9 s of gcc CPU against 14.7 s; the code then
-runs 2.8x slower), so a first run compiles -O0 and goes on, and -O2 is built in a detached
-background process into the same cache for the next run. FFOPT_COMPILE=sync: -O2 before the first
-use; quick: -O0 only.
+compute. Tiered compilation (FFOPT_COMPILE=tiered, the default) of the BDF step: a first run of a
+step uses CasADi's virtual machine (one plan's BDF solve there costs less than gcc -O0: UR5, 6 axes,
+0.84 s against 1.9 s) while -O2 is built in a detached background process (14.7 s of gcc CPU on the
+UR5), one such build per cache at a time; later solves, in the same process or the next, use it. A
+failed background build leaves the compiler's message beside the library (``build_failure``), which
+the next run reports. FFOPT_COMPILE=sync: -O2 before the first use; quick: -O0 before the first use.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ from pathlib import Path
 
 import casadi as ca
 
-__all__ = ["CFLAGS", "CFLAGS_QUICK", "COMPILE_MODES", "build_in_background", "cache_dir", "compile_library",
-           "compile_mode", "compiler"]
+__all__ = ["CFLAGS", "CFLAGS_QUICK", "COMPILE_MODES", "build_failure", "build_in_background", "cache_dir",
+           "compile_library", "compile_mode", "compiler", "write_source"]
 
 CFLAGS = ("-O2", "-shared", "-fPIC")
 CFLAGS_QUICK = ("-O0", "-shared", "-fPIC")
@@ -50,6 +51,36 @@ def compile_mode() -> str:
     if mode not in COMPILE_MODES:
         raise ValueError(f"FFOPT_COMPILE must be one of {', '.join(COMPILE_MODES)}, got {mode!r}")
     return mode
+
+
+def write_source(functions, c_path: Path, extra_source: str = "") -> None:
+    """Generate C code for ``functions`` (plus ``extra_source``) into ``c_path`` (atomically)."""
+    c_path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        gen = ca.CodeGenerator(f"{functions[0].name()}.c", {"with_header": False})
+        for f in functions:
+            gen.add(f)
+        c_file = gen.generate(tmp + os.sep)
+        if extra_source:
+            with open(c_file, "a") as f:
+                f.write(extra_source)
+        fd, tmp_c = tempfile.mkstemp(dir=c_path.parent, prefix=".tmp_src_", suffix=".c")
+        os.close(fd)
+        shutil.copyfile(c_file, tmp_c)
+        os.replace(tmp_c, c_path)
+
+
+def build_failure(so_path: Path) -> str | None:
+    """The compiler's message if the background build of ``so_path`` failed (its ``.failed`` file), else None."""
+    failed = so_path.with_suffix(".failed")
+    try:
+        text = failed.read_text().strip()
+    except FileNotFoundError:
+        return None
+    if not text:
+        return "the compiler failed without a message"
+    errors = [line.strip() for line in text.splitlines() if "error" in line]
+    return errors[0] if errors else text.splitlines()[-1].strip()
 
 
 def compile_library(functions, so_path: Path, extra_source: str = "", flags=CFLAGS,
@@ -107,8 +138,13 @@ def build_in_background(c_file: Path, so_path: Path, flags=CFLAGS) -> None:
         return
     marker.touch()
     tmp = so_path.parent / f".tmp_lib_{os.getpid()}_{time.monotonic_ns()}.so"
+    err = tmp.with_suffix(".err")
     q = shlex.quote
     cmd = " ".join([q(shutil.which(compiler()) or compiler()), *flags, "-o", q(str(tmp)), q(str(c_file)), "-lm"])
-    script = f"{cmd} && mv -f {q(str(tmp))} {q(str(so_path))}; rm -f {q(str(tmp))} {q(str(marker))} {q(str(c_file))}"
+    # done: the library in place, the source removed; failed: the compiler's message in <library>.failed
+    # (build_failure), which the next run reports instead of waiting for a library that will not come
+    script = (f"if {cmd} 2> {q(str(err))}; then mv -f {q(str(tmp))} {q(str(so_path))}; rm -f {q(str(c_file))}; "
+              f"else mv -f {q(str(err))} {q(str(so_path.with_suffix('.failed')))}; fi; "
+              f"rm -f {q(str(tmp))} {q(str(err))} {q(str(marker))}")
     subprocess.Popen(["sh", "-c", script], start_new_session=True, stdin=subprocess.DEVNULL,
                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

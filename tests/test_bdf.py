@@ -132,10 +132,19 @@ def test_step_outputs_are_consistent():
 
 def _compiled_solve(*args, **kwargs):
     """solve_bdf(..., compile=True) that must run compiled code: with a C compiler on PATH, a failed
-    compile (which warns and falls back to CasADi's virtual machine) raises the RuntimeWarning here."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", RuntimeWarning)
-        res = solve_bdf(*args, compile=True, **kwargs)
+    compile (which warns and falls back to CasADi's virtual machine) raises the RuntimeWarning here.
+    Compiled before the solve (FFOPT_COMPILE=quick): tiered compilation's first solve runs in the VM."""
+    before = os.environ.get("FFOPT_COMPILE")
+    os.environ["FFOPT_COMPILE"] = "quick"
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            res = solve_bdf(*args, compile=True, **kwargs)
+    finally:
+        if before is None:
+            os.environ.pop("FFOPT_COMPILE")
+        else:
+            os.environ["FFOPT_COMPILE"] = before
     assert res.compiled
     return res
 
@@ -194,6 +203,7 @@ def test_a_failed_compile_fails_the_compiled_tests_instead_of_skipping_them(tmp_
     assert not list(tmp_path.glob("*.so"))
     # without warnings as errors the same failure only warns, and the solve runs in the VM
     bdf._MEMORY_CACHE.clear()
+    monkeypatch.setenv("FFOPT_COMPILE", "quick")
     with pytest.warns(RuntimeWarning, match="using CasADi's virtual machine"):
         fallback = solve_bdf(F, exact(0.0), 0.0, 0.01, 20, 5, compile=True, cache_dir=tmp_path)
     assert not fallback.compiled
@@ -257,6 +267,7 @@ def test_a_step_whose_newton_matrix_turns_singular_is_named_in_both_engines(comp
     F = ca.Function("F", [t, x, xd], [ca.if_else(t < 0.3, A @ (xd + x), ca.DM.ones(2) + 0 * (A @ x))])
     if compile:
         c_compiler_or_skip()
+        monkeypatch.setenv("FFOPT_COMPILE", "quick")  # compiled before the solve (tiered: the VM first)
     monkeypatch.setattr(bdf, "_MEMORY_CACHE", type(bdf._MEMORY_CACHE)())
     # t = 0.3 is step 30 of 50 at h = 0.01; steps 30..50 fail: 21 (from the definition of F)
     with warnings.catch_warnings(), pytest.raises(SolverError, match=r"at t = 0\.3 \(step 30 of 50, h = 0\.01, "
@@ -299,9 +310,9 @@ def test_plans_in_threads_of_one_process_share_the_compiled_loop_safely(compiled
 
 
 def test_one_background_build_at_a_time_and_a_skipped_one_is_resumed(tmp_path, monkeypatch):
-    """While another background -O2 build runs in the cache (its marker), a new model's first plan compiles -O0
-    and keeps its C source but starts no second gcc; the model's next plan, once the cache is free, starts it,
-    and the one after uses -O2."""
+    """While another background -O2 build runs in the cache (its marker), a new model's first plan runs in the
+    VM and writes its C source but starts no second gcc; the model's next plan, once the cache is free,
+    starts it, and the one after uses -O2."""
     import time
     from pathlib import Path
 
@@ -319,19 +330,51 @@ def test_one_background_build_at_a_time_and_a_skipped_one_is_resumed(tmp_path, m
 
     other = tmp_path / "bdf_someone_else.building"
     other.touch()
-    assert level() == "O0"
-    assert len(list(tmp_path.glob("*.c"))) == 1 and list(tmp_path.glob("*.building")) == [other]
+    assert level() == ""
+    assert len(list(tmp_path.glob("bdf_*.c"))) == 1 and list(tmp_path.glob("*.building")) == [other]
     other.unlink()
-    assert level() == "O0"  # loads -O0 and resumes the -O2 build
+    assert level() == ""  # the VM again, and the -O2 build resumed
+    _wait_for_background_builds(tmp_path)
+    assert level() == "O2" and not list(tmp_path.glob("bdf_*.c"))
+
+
+def _wait_for_background_builds(folder) -> None:
+    import time
+
     deadline = time.monotonic() + 300  # a guard against a hung compiler, not a timing assertion
-    while list(tmp_path.glob("*.building")) and time.monotonic() < deadline:
+    while list(folder.glob("*.building")) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert level() == "O2" and not list(tmp_path.glob("*.c"))
 
 
-def test_tiered_compilation_runs_at_O0_first_and_uses_the_background_O2_build_next(tmp_path, monkeypatch):
-    """FFOPT_COMPILE=tiered (default): the first plan compiles -O0 and starts -O2 in the background; the
-    next plan loads -O2. The two libraries give the same torques (to rounding); sync and quick as named."""
+def test_a_failed_background_build_is_reported_at_the_next_solve(tmp_path, monkeypatch):
+    """A code-generation bug under tiered compilation (the default: the first solve runs in the VM while
+    gcc -O2 builds in the background) is not silent: the compiler's message is kept beside the library and
+    the next solve of that step warns with it (and does not start the same failing build again)."""
+    c_compiler_or_skip()
+    F, exact = PROBLEMS["index3_nonlinear"]
+    monkeypatch.delenv("FFOPT_COMPILE", raising=False)
+    monkeypatch.setattr(bdf, "_MEMORY_CACHE", type(bdf._MEMORY_CACHE)())
+    driver_source = bdf._driver_source
+    monkeypatch.setattr(bdf, "_driver_source", lambda step: driver_source(step) + "\nthis is not C (;\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        first = solve_bdf(F, exact(0.0), 0.0, 0.01, 20, 5, compile=True, cache_dir=tmp_path)
+    assert not first.compiled
+    _wait_for_background_builds(tmp_path)
+    (failed,) = tmp_path.glob("bdf_*.failed")
+    assert "error" in failed.read_text() and not list(tmp_path.glob("bdf_*.so"))
+    with pytest.warns(RuntimeWarning, match=r"compiling the BDF step failed \(.*error.*\); using CasADi's virtual"):
+        again = solve_bdf(F, exact(0.0), 0.0, 0.01, 20, 5, compile=True, cache_dir=tmp_path)
+    assert not again.compiled and not list(tmp_path.glob("*.building"))
+    bdf._MEMORY_CACHE.clear()  # a new process: warned again, no new build
+    with pytest.warns(RuntimeWarning, match="compiling the BDF step failed"):
+        solve_bdf(F, exact(0.0), 0.0, 0.01, 20, 5, compile=True, cache_dir=tmp_path)
+    assert not list(tmp_path.glob("*.building"))
+
+
+def test_tiered_compilation_runs_in_the_vm_first_and_uses_the_background_O2_build_next(tmp_path, monkeypatch):
+    """FFOPT_COMPILE=tiered (default): the first plan runs in CasADi's virtual machine and starts -O2 in the
+    background; the next plan loads -O2. Both give the same torques (to rounding); sync and quick as named."""
     import time
 
     import ffopt
@@ -349,13 +392,13 @@ def test_tiered_compilation_runs_at_O0_first_and_uses_the_background_O2_build_ne
         return r.trajectory.u, r.trajectory.stats["compile_level"]
 
     u0, level = solve()
-    assert level == "O0" and len(list(tmp_path.glob("bdf_*_O0.so"))) == 1
+    assert level == "" and not list(tmp_path.glob("bdf_*_O0.so")) and len(list(tmp_path.glob("bdf_*.c"))) == 1
     deadline = time.monotonic() + 300  # a guard against a hung compiler, not a timing assertion
     while not [p for p in tmp_path.glob("bdf_*.so") if not p.stem.endswith("_O0")] and time.monotonic() < deadline:
         time.sleep(0.2)
     u2, level = solve()
     assert level == "O2" and not list(tmp_path.glob("*.c")) and not list(tmp_path.glob("*.building"))
-    assert np.abs(u2 - u0).max() <= 1e-9 * np.abs(u0).max()  # -O0 and -O2: the same arithmetic up to rounding
+    assert np.abs(u2 - u0).max() <= 1e-9 * np.abs(u0).max()  # the VM and -O2: the same arithmetic up to rounding
 
     for mode, want in (("sync", "O2"), ("quick", "O0")):
         monkeypatch.setattr(bdf, "_MEMORY_CACHE", type(bdf._MEMORY_CACHE)())

@@ -60,6 +60,7 @@ import numpy as np
 
 from ffopt.codegen import CFLAGS as _CFLAGS, CFLAGS_QUICK as _CFLAGS_QUICK, COMPILE_MODES, compile_mode  # noqa: F401
 from ffopt.codegen import build_in_background as _build_in_background, cache_dir as _cache_dir
+from ffopt.codegen import build_failure, write_source
 from ffopt.codegen import compile_library as _compile_to, compiler as _compiler
 from ffopt.errors import SolverError
 
@@ -72,8 +73,8 @@ BDF_ALPHA: dict[int, np.ndarray] = {
     6: np.array([147 / 60, -6.0, 15 / 2, -20 / 3, 15 / 4, -6 / 5, 1 / 6]),
 }
 
-# Tiered compilation (ffopt.codegen): UR5, 6 axes: gcc -O0 1.9 s of CPU against -O2's 14.7 s; the loop then
-# runs 2.8x slower, 0.32 s against 0.11 s.
+# Compilation (ffopt.codegen): UR5, 6 axes: gcc -O0 1.9 s of CPU against -O2's 14.7 s; the -O0 loop runs 2.8x
+# slower than -O2's, 0.32 s against 0.11 s (a loaded machine); CasADi's VM solves the UR5 line in 0.84 s in all.
 _BACKWARD_ERROR_TOL = 1e-14  # residual relative to its row's terms: ~50 x machine epsilon
 FLUSH_RELATIVE = 1e-100  # Newton-matrix entries this small relative to their row are zeroed (_flush_tiny)
 _MEMORY_CACHE: OrderedDict[str, "_BdfFunctions"] = OrderedDict()
@@ -102,7 +103,8 @@ class BdfResult:
     newton_iterations: np.ndarray | None = None  # (n_steps+1,) Jacobian evaluations per step; row 0: 0
     extra: np.ndarray | None = None  # (n_steps+1, e) the ``extra`` outputs at every step
     cpu_time_solve: float | None = None  # s of CPU for what wall_time_solve measures (load-independent)
-    compile_level: str = ""  # "O2", "O0" (tiered compilation's first build) or "" (virtual machine)
+    compile_level: str = ""  # "O2", "O0" (FFOPT_COMPILE=quick) or "" (virtual machine: no compiler, or tiered
+    # compilation's first run while -O2 is built in the background)
 
 
 @dataclass
@@ -115,6 +117,7 @@ class _BdfFunctions:
     level: str = ""  # "O2" or "O0" (compiled), "" (CasADi's virtual machine)
     marches: dict = field(default_factory=dict)  # n_steps -> march Function (building one costs ~5 ms)
     driver: object = None  # compiled: the C stepping loop (ctypes function), see _DRIVER
+    pending: bool = False  # the virtual machine while the library is built in the background (tiered)
 
     def march(self, n_steps: int) -> ca.Function:
         """(start, t (1 x n_steps), c, r (m x n_steps)) -> (final history, diagnostics (3n+2 x n_steps))."""
@@ -318,7 +321,7 @@ def _get_functions(F, order, tol, max_iter, compile, cache_dir, extra=None) -> _
     if key is not None and key in _MEMORY_CACHE:
         _MEMORY_CACHE.move_to_end(key)
         hit = _MEMORY_CACHE[key]
-        if not (hit.level == "O0" and _so_path(key, cache_dir).exists()):
+        if not (hit.level == "O0" or hit.pending) or not _refresh_pending(hit, key, cache_dir):
             return hit
         _MEMORY_CACHE.pop(key)  # the background -O2 build has finished: load it
     funcs = _load_compiled(key, cache_dir) if compile and key is not None else None
@@ -326,7 +329,9 @@ def _get_functions(F, order, tol, max_iter, compile, cache_dir, extra=None) -> _
         _resume_background_build(key, cache_dir)
     if funcs is None:  # not on disk: build the step symbolically (and compile it)
         funcs = _build_functions(_expanded(F), order, tol, max_iter, key, extra)
-        if compile and key is not None:
+        if compile and key is not None and compile_mode() == "tiered":
+            funcs = _in_vm_while_building(funcs, key, cache_dir)
+        elif compile and key is not None:
             funcs = _compiled(funcs, key, cache_dir)
         elif compile:
             warnings.warn("F cannot be serialized; BDF runs in CasADi's virtual machine", RuntimeWarning)
@@ -534,6 +539,46 @@ def _load_compiled(key: str, cache_dir) -> _BdfFunctions | None:
     return None
 
 
+def _in_vm_while_building(funcs: _BdfFunctions, key: str, cache_dir) -> _BdfFunctions:
+    """Tiered compilation's first run of a step: CasADi's virtual machine now (a single plan's BDF solve there
+    costs less than gcc -O0: E12 0.08 s against 0.24 s, UR5 0.84 s against 1.9 s, measured 2026-11-27), the C
+    source written and -O2 built in the background; the solves after it switch to the library once it is
+    there (``_refresh_pending``). A build that failed before is reported, not retried."""
+    failure = build_failure(_so_path(key, cache_dir))
+    if failure is not None:
+        _warn_compile_failed(failure)
+        return funcs
+    try:
+        source = _so_path(key, cache_dir).with_suffix(".c")
+        if not source.exists():
+            write_source((funcs.step, funcs.post), source, _driver_source(funcs.step))
+        _build_in_background(source, _so_path(key, cache_dir))
+    except (OSError, RuntimeError) as err:
+        _warn_compile_failed(_first_line(err))
+        return funcs
+    funcs.pending = True
+    return funcs
+
+
+def _refresh_pending(hit: _BdfFunctions, key: str, cache_dir) -> bool:
+    """Whether the -O2 library of a step running in the VM or at -O0 is there now (then it is loaded); a
+    failed background build is reported once and the step stays where it is; a skipped one is resumed."""
+    if _so_path(key, cache_dir).exists():
+        return True
+    if hit.pending:
+        failure = build_failure(_so_path(key, cache_dir))
+        if failure is not None:
+            hit.pending = False
+            _warn_compile_failed(failure)
+        elif compile_mode() == "tiered":
+            _resume_background_build(key, cache_dir)
+    return False
+
+
+def _warn_compile_failed(message: str) -> None:
+    warnings.warn(f"compiling the BDF step failed ({message}); using CasADi's virtual machine", RuntimeWarning)
+
+
 def _resume_background_build(key: str, cache_dir) -> None:
     """Start the -O2 build of a library loaded at -O0 whose build was skipped (one background build per cache
     at a time, ``ffopt.codegen.build_in_background``) from the C source kept beside it."""
@@ -543,26 +588,19 @@ def _resume_background_build(key: str, cache_dir) -> None:
 
 
 def _compiled(funcs: _BdfFunctions, key: str, cache_dir) -> _BdfFunctions:
-    """Swap the step and check functions for compiled ones (compiled now into the disk cache; with tiered
-    compilation -O0 now and -O2 in the background)."""
-    mode = compile_mode()
-    quick = mode != "sync"
+    """Swap the step and check functions for compiled ones, compiled now into the disk cache (FFOPT_COMPILE
+    sync: -O2; quick: -O0; tiered compilation runs the VM first, ``_in_vm_while_building``)."""
+    quick = compile_mode() != "sync"
     so_path = _so_path(key, cache_dir, quick)
     try:
         if not so_path.exists():
-            source = _so_path(key, cache_dir).with_suffix(".c") if mode == "tiered" else None
             _compile_to((funcs.step, funcs.post), so_path, _driver_source(funcs.step),
-                        _CFLAGS_QUICK if quick else _CFLAGS, keep_source=source)
-            if source is not None:
-                _build_in_background(source, _so_path(key, cache_dir))
+                        _CFLAGS_QUICK if quick else _CFLAGS)
         step = ca.external(funcs.step.name(), str(so_path))
         post = ca.external(funcs.post.name(), str(so_path))
         driver = _load_driver(so_path, funcs.step.name())
     except (OSError, RuntimeError, AttributeError, subprocess.SubprocessError) as err:
-        warnings.warn(
-            f"compiling the BDF step failed ({_first_line(err)}); using CasADi's virtual machine",
-            RuntimeWarning,
-        )
+        _warn_compile_failed(_first_line(err))
         return funcs
     return _BdfFunctions(step=step, post=post, compiled=True, level="O0" if quick else "O2", driver=driver)
 

@@ -149,8 +149,55 @@ def _analyse(problem) -> tuple[dict, bool | None]:
     return info, verdict
 
 
+@dataclass
+class _SavedZeros:
+    """The part of a ZeroDynamicsReport method auto uses (the zeros along the path), read from the disk cache."""
+
+    times: list
+    zeros: list
+
+
+_ANALYSIS_CACHE_VERSION = 1  # bump when what _analyse_report computes changes
+
+
+def _analysis_cache_path(problem):
+    """Where the zero analysis of ``problem`` is kept ($FFOPT_CACHE_DIR, beside the compiled code): a hash of the
+    problem as written (model, path, solver), the analysis settings and the ffopt version."""
+    import hashlib
+
+    import ffopt
+    from ffopt.codegen import cache_dir
+
+    text = f"{ffopt.__version__}\n{_ANALYSIS_CACHE_VERSION}\n{ZERO_DYNAMICS_POINTS}\n{UNSTABLE_RTOL}\n{problem.to_toml()}"
+    return cache_dir() / f"zeros_{hashlib.sha256(text.encode()).hexdigest()[:32]}.json"
+
+
 def _analyse_report(problem):
-    """``_analyse`` and the ZeroDynamicsReport (None if the analysis failed)."""
+    """``_analyse`` and the zeros along the path (None if the analysis failed). The analysis (0.1-0.4 s on a
+    6-axis arm, with SciPy's import) is kept on disk: a second plan of the same problem reads it."""
+    import json
+
+    try:
+        path = _analysis_cache_path(problem)
+        saved = json.loads(path.read_text())
+        zeros = [np.array([complex(*z) for z in zs], complex) for zs in saved["zeros"]]
+        return {**saved["info"], "cached": True}, saved["minimum_phase"], _SavedZeros(saved["times"], zeros)
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    info, verdict, report = _analyse_fresh(problem)
+    if report is not None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps({"info": info, "minimum_phase": verdict, "times": [float(t) for t in report.times],
+                                        "zeros": [[[float(z.real), float(z.imag)] for z in np.asarray(zs, complex)]
+                                                  for zs in report.zeros]}))
+        except (OSError, TypeError, ValueError):  # a read-only cache, or info not JSON: analyse again next time
+            pass
+    return info, verdict, report
+
+
+def _analyse_fresh(problem):
+    """The zero analysis along the path: (summary, minimum phase or None, ZeroDynamicsReport or None)."""
     from ffopt.analysis.linear import zero_dynamics
 
     tic = time.perf_counter()

@@ -292,7 +292,7 @@ def _toml(data: dict) -> str:
 
 
 @pytest.mark.parametrize("zero, minimum_phase", [(3.0e5, True), (50.0, False), (-50.0, True)])
-def test_unstable_zeros_beyond_the_grid_do_not_decide_the_method(monkeypatch, zero, minimum_phase):
+def test_unstable_zeros_beyond_the_grid_do_not_decide_the_method(monkeypatch, tmp_path, zero, minimum_phase):
     """An unstable zero at +3e5 1/s asks for ~30 us of pre-actuation, which a 1 ms grid cannot hold
     (and BDF damps it): the arm counts as minimum phase on this grid, and the reason says why; a zero
     at +50 1/s is resolved and sends the plan non-causal."""
@@ -303,6 +303,7 @@ def test_unstable_zeros_beyond_the_grid_do_not_decide_the_method(monkeypatch, ze
     report = linear.ZeroDynamicsReport(zero < 0, complex(zero, 0.0), 0.5, times,
                                        [np.array([-20.0 + 5j, -20.0 - 5j]), np.array([zero, -20.0])], -zero)
     monkeypatch.setattr(linear, "zero_dynamics", lambda *a, **k: report)
+    monkeypatch.setenv("FFOPT_CACHE_DIR", str(tmp_path))  # not the analysis kept on disk by an earlier plan
     problem = problem_from_dict(_two_link_elastic_arm())
     info, verdict = auto_method._analyse(problem)
     assert verdict is minimum_phase
@@ -512,3 +513,24 @@ def test_panda_with_a_stiff_passive_joint_gets_its_bdf_order_from_the_zeros():
     assert largest[4] > 1.05 and largest[3] < 1.0, largest  # BDF-4 grows on this zero, BDF-3 does not
     choice = bdf_order_choice(problem, report)
     assert choice.order == 3, choice
+
+
+def test_the_zero_analysis_is_kept_on_disk_and_read_back_equal(monkeypatch, tmp_path):
+    """Method auto's zero analysis (0.1-0.4 s on a 6-axis arm) is kept beside the compiled code: a second plan
+    of the same problem reads the same zeros and verdict instead of analysing again; another path analyses."""
+    from ffopt import auto_method
+    from ffopt.analysis import linear
+
+    monkeypatch.setenv("FFOPT_CACHE_DIR", str(tmp_path))
+    problem = problem_from_dict(_two_link_elastic_arm())
+    info, verdict, report = auto_method._analyse_report(problem)
+    calls = []
+    real = linear.zero_dynamics
+    monkeypatch.setattr(linear, "zero_dynamics", lambda *a, **k: calls.append(1) or real(*a, **k))
+    info2, verdict2, report2 = auto_method._analyse_report(problem)
+    assert calls == [] and info2["cached"] and verdict2 == verdict and info2["worst_zero"] == info["worst_zero"]
+    assert np.array_equal(report2.times, report.times)
+    assert all(np.array_equal(a, b) for a, b in zip(report2.zeros, report.zeros))
+    assert auto_method.bdf_order_choice(problem, report2).order == auto_method.bdf_order_choice(problem, report).order
+    auto_method._analyse_report(problem.with_values({"reference.duration": 0.9}))
+    assert calls == [1]

@@ -385,7 +385,7 @@ def _end_at_rest(problem: Problem, traj, method_choice: dict, say, compile: bool
     the plan is made again with that law by the method that made it. Where no monotone law rests within
     the move, the plan is kept and the duration that would rest is reported (summary.json
     ``method_choice.rest_to_rest``)."""
-    from ffopt.dae.rest_to_rest import ends_at_rest, shape_for_rest_cached
+    from ffopt.dae.rest_to_rest import ends_at_rest, not_at_rest_text, shape_for_rest_cached
 
     at_rest, end = ends_at_rest(problem.model, traj)
     if at_rest:
@@ -396,9 +396,9 @@ def _end_at_rest(problem: Problem, traj, method_choice: dict, say, compile: bool
     why = _unshapeable(problem, traj)
     if why:
         record.update(shaped=False, reason=why)
-        say(f"note: the plan ends moving ({_end_text(end)}); {why}")
+        say(f"note: {not_at_rest_text(end)}; {why}")
         return problem, traj
-    say(f"the plan ends moving ({_end_text(end)}): shaping the time law so that the arm ends at rest "
+    say(f"{not_at_rest_text(end)}: shaping the time law so that the arm ends at rest "
         f"(same path, same {spec.duration:.4g} s)")
     try:
         c, info = shape_for_rest_cached(problem, progress=say)
@@ -513,11 +513,6 @@ def _unshapeable(problem: Problem, traj) -> str | None:
     if traj.method.startswith("nlp") and traj.stats.get("strategy") == "noncausal":
         return "the non-causal NLP plans its own rest (pre-/post-actuation)"
     return None
-
-
-def _end_text(end: dict) -> str:
-    return (f"link speed {end['link_speed_max_rad_s']:.3g} rad/s, motor speed {end['motor_speed_max_rad_s']:.3g} "
-            f"rad/s, input {end['input_offset_max']:.3g} from static at the last row")
 
 
 def _warn_unresolved_friction(problem: Problem, traj, say) -> None:

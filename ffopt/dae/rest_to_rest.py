@@ -31,7 +31,7 @@ from ffopt.reference.build import reference_from_spec
 from ffopt.reference.paths import time_law_peak
 from ffopt.reference.time_laws import monotonicity_margin, shaped_time_law
 
-__all__ = ["ends_at_rest", "shape_for_rest", "shape_for_rest_cached", "with_duration_factor", "REST_SPEED_RAD_S", "REST_TORQUE_REL", "DURATION_FACTORS"]
+__all__ = ["ends_at_rest", "not_at_rest_text", "shape_for_rest", "shape_for_rest_cached", "with_duration_factor", "REST_SPEED_RAD_S", "REST_TORQUE_REL", "DURATION_FACTORS"]
 
 REST_SPEED_RAD_S = 1e-4  # at rest: every link and motor speed below this at the last row
 REST_TORQUE_REL = 1e-6  # ... and the input within this fraction of the plan's peak |u| of the static input
@@ -69,6 +69,20 @@ def ends_at_rest(model, traj, speed_tol: float = REST_SPEED_RAD_S, torque_rel: f
     at_rest = (max(out["link_speed_max_rad_s"], out["motor_speed_max_rad_s"]) < speed_tol
                and out["input_offset_max"] <= out["input_tolerance"])
     return bool(at_rest), out
+
+
+def not_at_rest_text(end: dict, speed_tol: float = REST_SPEED_RAD_S) -> str:
+    """Why ``ends_at_rest`` said no, in words: moving (the fastest speed) or, with every speed below
+    ``speed_tol``, still but with its last input off the static input by more than the tolerance."""
+    speed = max(end["link_speed_max_rad_s"], end["motor_speed_max_rad_s"])
+    joint = f"{end['fastest_joint']} at " if end.get("fastest_joint") else ""
+    if speed >= speed_tol:
+        return (f"the plan ends moving ({joint}{end['link_speed_max_rad_s']:.3g} rad/s, motors at "
+                f"{end['motor_speed_max_rad_s']:.3g} rad/s, input {end['input_offset_max']:.3g} from static at the "
+                "last row)")
+    return (f"the plan ends still (every speed below {speed_tol:g} rad/s) but its last input is "
+            f"{end['input_offset_max']:.3g} from the static input"
+            + (f" (tolerance {end['input_tolerance']:.3g})" if "input_tolerance" in end else ""))
 
 
 class _Plans:

@@ -113,6 +113,8 @@ def render(plan: SavedPlan) -> str:
 
 def _verdict(s: dict) -> SimpleNamespace:
     """The plan's status, the first miss, the settle window and the plan's end state, as sentences."""
+    from ffopt.dae.rest_to_rest import not_at_rest_text
+
     ver = s.get("verification") or {}
     verdict = ver.get("verdict") or {}
     misses = verdict.get("misses") or []
@@ -127,10 +129,12 @@ def _verdict(s: dict) -> SimpleNamespace:
     after = (f"After the table: {_fmt(settle['window_s'])} s with the controller holding the final pose "
              f"({settle.get('settle_s_source', '')}).") if settle else ""
     end = ver.get("plan_end_state")
-    rest = "" if not end else ("The plan ends at rest." if end.get("at_rest") else
-                               f"The plan ends moving: {end.get('fastest_joint')} at "
-                               f"{_fmt(end['link_speed_max_rad_s'])} rad/s.")
+    rest = "" if not end else ("The plan ends at rest." if end.get("at_rest") else _capitalised(not_at_rest_text(end)))
     return SimpleNamespace(status=s.get("status", "not_verified"), line=line, after=after, rest=rest)
+
+
+def _capitalised(text: str) -> str:
+    return text[:1].upper() + text[1:] + "."
 
 
 def _choice(s: dict) -> SimpleNamespace:

@@ -228,8 +228,9 @@ def _move_cause(planned_mm, tol_mm) -> str:
 
 def _settle_cause(end_state, settle: SettleMetrics) -> str:
     if end_state is not None and not end_state["at_rest"]:
-        return (f"the plan ends moving ({end_state['fastest_joint']} at {end_state['link_speed_max_rad_s']:.3g} "
-                f"rad/s, input {end_state['input_offset_max']:.3g} from the static value at the last row): its zero "
-                "dynamics still ring; plan rest-to-rest (solver.end_at_rest) or lengthen the move")
+        from ffopt.dae.rest_to_rest import not_at_rest_text
+
+        return (f"{not_at_rest_text(end_state)}: its zero dynamics still ring; plan rest-to-rest "
+                "(solver.end_at_rest) or lengthen the move")
     return (f"the arm rings after the table (settled {'never' if settle.settling_time_s is None else settle.settling_time_s}"
             " s): a mode the plan does not model, or a hold the loop cannot keep")

@@ -45,6 +45,7 @@ import casadi as ca
 import numpy as np
 
 from ffopt.dae.equilibrium import static_equilibrium
+from ffopt.dae.rest_to_rest import not_at_rest_text
 from ffopt.errors import VerificationError
 from ffopt.io.problem import VerificationSettings
 from ffopt.models.flexible import FlexibleModel
@@ -127,9 +128,7 @@ class VerificationReport:
                              "residual grows from any error at the table's end)")
         e = self.end_state
         if e is not None:
-            lines.append("plan ends at rest" if e["at_rest"] else
-                         f"plan ends moving: {e['fastest_joint']} at {e['link_speed_max_rad_s']:.3g} rad/s, motors at "
-                         f"{e['motor_speed_max_rad_s']:.3g} rad/s, input {e['input_offset_max']:.3g} from static")
+            lines.append("plan ends at rest" if e["at_rest"] else not_at_rest_text(e))
         if self.refined is not None:
             lines.append(self.refined.line())
         if self.verdict is not None:

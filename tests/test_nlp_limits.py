@@ -249,6 +249,29 @@ def test_a_worker_busy_in_one_iteration_is_ended_at_the_cpu_limit(monkeypatch, t
 
 
 # ------------------------------------------------------------------------------ progress
+def test_a_worker_inside_one_long_step_is_not_silent():
+    """While a worker reports no iterate (IPOPT inside one long factorisation: 39 s before iteration 0 on a
+    drawn 6-axis arm), the parent says so at the progress callback's live interval, as a live message."""
+    from ffopt.nlp.backends import isolated
+    from ffopt.nlp.monitor import NlpWaiting
+
+    def slow_first_step(monitor):
+        time.sleep(1.0)  # stands for a native call that reports nothing (5 live intervals of 0.2 s)
+        return "done"
+
+    lines = []
+
+    def progress(msg):
+        lines.append(msg)
+
+    progress.live_interval_s = 0.2
+    monitor = SolveMonitor(max_iter=10, max_wall_time_s=60.0, progress=progress)
+    assert isolated.run_isolated(slow_first_step, monitor, "IPOPT (test)") == "done"
+    waiting = [m for m in lines if isinstance(m, NlpWaiting)]
+    assert waiting and all(m.live for m in waiting), lines
+    assert waiting[0].startswith("NLP: IPOPT (test) on its first iteration for ")
+
+
 @pytest.mark.parametrize("backend", ["casadi", "cyipopt", pytest.param("pyomo", marks=pytest.mark.slow)])
 def test_progress_callback_receives_every_iteration(backend):
     seen = Recorder()

@@ -59,6 +59,13 @@ class NlpProgress(str):
         return msg
 
 
+class NlpWaiting(str):
+    """A live progress message while the solver reports no iterate (one long step, e.g. IPOPT's first
+    factorisation of a large KKT matrix): it supersedes the previous live message like ``NlpProgress``."""
+
+    live = True
+
+
 @dataclass(frozen=True)
 class IterateRecord:
     iteration: int  # counted over all solver runs of this NLP
@@ -91,7 +98,7 @@ class SolveMonitor:
         self.stop_reason: str | None = None  # max_iter | max_wall_time | diverging | interrupted | callback_error
         self.solver = ""
         self.sink = None  # called with every IterateRecord (a worker process forwards them to its parent)
-        self._offset, self._run_start, self._last_report = 0, 0, -float("inf")
+        self._offset, self._run_start, self._last_report, self._last_wait = 0, 0, -float("inf"), -float("inf")
         self._pending: BaseException | None = None
 
     # ------------------------------------------------------------------ budget
@@ -190,6 +197,21 @@ class SolveMonitor:
             self.progress(NlpProgress(self.solver, rec.iteration, rec.objective, rec.infeasibility, rec.elapsed_s,
                                       self.max_iter, self.max_wall_time_s))
         except BaseException as err:  # noqa: BLE001 - KeyboardInterrupt too: re-raised on leaving guard()
+            self.interrupt(err)
+
+    def waiting(self, what: str = "") -> None:
+        """No iterate has come for a while (called by a parent following a worker): say so at the live interval,
+        so that a long solver step is not a silent stage."""
+        now = self.elapsed()
+        if self.progress is None or now - max(self._last_report, self._last_wait) < self.interval_s:
+            return
+        self._last_wait = now  # (an iterate's line is not held back by these: record() looks at _last_report)
+        since = self.history[-1].elapsed_s if self.history else 0.0
+        step = "its first iteration" if not self.history else f"iteration {self.history[-1].iteration + 1}"
+        try:
+            self.progress(NlpWaiting(f"NLP: {self.solver or what or 'the solver'} on {step} for {now - since:.1f} s, "
+                                     f"{now:.1f} s of {self.max_wall_time_s:g} s"))
+        except BaseException as err:  # noqa: BLE001 - as in record()
             self.interrupt(err)
 
     def _time_up(self) -> bool:

@@ -104,6 +104,10 @@ def _follow(worker, receive, monitor: SolveMonitor, what: str, grace_s: float):
             return None
         elif not worker.is_alive() and not receive.poll():
             raise SolverError(f"{what}: the worker process ended without a result (exit code {worker.exitcode})")
+        else:
+            monitor.waiting(what)
+            if monitor.stop_reason in ("interrupted", "callback_error"):
+                return None
 
 
 def _worker_over_cpu(pid, cpu_at_start: float, monitor: SolveMonitor, grace_s: float) -> bool:

@@ -12,6 +12,7 @@ the next run reports. FFOPT_COMPILE=sync: -O2 before the first use; quick: -O0 b
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shlex
 import shutil
@@ -23,7 +24,7 @@ from pathlib import Path
 import casadi as ca
 
 __all__ = ["CFLAGS", "CFLAGS_QUICK", "COMPILE_MODES", "build_failure", "build_in_background", "cache_dir",
-           "compile_library", "compile_mode", "compiler", "write_source"]
+           "compile_library", "compile_mode", "compiler", "compiler_message", "library_key", "write_source"]
 
 CFLAGS = ("-O2", "-shared", "-fPIC")
 CFLAGS_QUICK = ("-O0", "-shared", "-fPIC")
@@ -53,55 +54,66 @@ def compile_mode() -> str:
     return mode
 
 
+def _generate(functions, folder: str, extra_source: str = "") -> str:
+    """C code for ``functions`` (plus ``extra_source``, C that calls them) in ``folder``; returns the file."""
+    gen = ca.CodeGenerator(f"{functions[0].name()}.c", {"with_header": False})
+    for f in functions:
+        gen.add(f)
+    c_file = gen.generate(folder + os.sep)
+    if extra_source:
+        with open(c_file, "a") as f:
+            f.write(extra_source)
+    return c_file
+
+
 def write_source(functions, c_path: Path, extra_source: str = "") -> None:
     """Generate C code for ``functions`` (plus ``extra_source``) into ``c_path`` (atomically)."""
     c_path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
-        gen = ca.CodeGenerator(f"{functions[0].name()}.c", {"with_header": False})
-        for f in functions:
-            gen.add(f)
-        c_file = gen.generate(tmp + os.sep)
-        if extra_source:
-            with open(c_file, "a") as f:
-                f.write(extra_source)
+        c_file = _generate(functions, tmp, extra_source)
         fd, tmp_c = tempfile.mkstemp(dir=c_path.parent, prefix=".tmp_src_", suffix=".c")
         os.close(fd)
         shutil.copyfile(c_file, tmp_c)
         os.replace(tmp_c, c_path)
 
 
+def compiler_message(err) -> str:
+    """The line of a failed build worth showing: the compiler's first line that names an error, else the
+    first line (of an exception or of the compiler's output)."""
+    lines = [line.strip() for line in str(err).strip().splitlines() if line.strip()]
+    if not lines:
+        return type(err).__name__ if isinstance(err, BaseException) else "the compiler failed without a message"
+    return next((line for line in lines if "error" in line), lines[0])[:300]
+
+
+def library_key(functions, *settings) -> str | None:
+    """Hash key of a library: the serialized ``functions`` and the ``settings`` that shape the code (a version,
+    the compiler and its flags, ...); None if a function cannot be serialized."""
+    try:
+        text = "".join(f.serialize() for f in functions)
+    except RuntimeError:
+        return None
+    return hashlib.sha256((repr((ca.__version__, compiler()) + settings) + text).encode()).hexdigest()
+
+
 def build_failure(so_path: Path) -> str | None:
     """The compiler's message if the background build of ``so_path`` failed (its ``.failed`` file), else None."""
-    failed = so_path.with_suffix(".failed")
     try:
-        text = failed.read_text().strip()
+        return compiler_message(so_path.with_suffix(".failed").read_text())
     except FileNotFoundError:
         return None
-    if not text:
-        return "the compiler failed without a message"
-    errors = [line.strip() for line in text.splitlines() if "error" in line]
-    return errors[0] if errors else text.splitlines()[-1].strip()
 
 
-def compile_library(functions, so_path: Path, extra_source: str = "", flags=CFLAGS,
-                    keep_source: Path | None = None) -> None:
+def compile_library(functions, so_path: Path, extra_source: str = "", flags=CFLAGS) -> None:
     """Generate C code for ``functions`` (plus ``extra_source``, C that calls them) and compile them
-    into one library ``so_path`` atomically; ``keep_source``: also keep the C file there (for a later
-    build). Raises OSError naming the command and the compiler's message if it fails."""
+    into one library ``so_path`` atomically. Raises OSError naming the command and the compiler's
+    message if it fails."""
     cc = shutil.which(compiler())
     if cc is None:
         raise OSError(f"C compiler {compiler()!r} not found")
     so_path.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
-        gen = ca.CodeGenerator(f"{functions[0].name()}.c", {"with_header": False})
-        for f in functions:
-            gen.add(f)
-        c_file = gen.generate(tmp + os.sep)
-        if extra_source:
-            with open(c_file, "a") as f:
-                f.write(extra_source)
-        if keep_source is not None:
-            shutil.copyfile(c_file, keep_source)
+        c_file = _generate(functions, tmp, extra_source)
         fd, tmp_so = tempfile.mkstemp(dir=so_path.parent, prefix=".tmp_lib_", suffix=".so")
         os.close(fd)
         try:

@@ -149,13 +149,10 @@ def urdf_summary(problem: Problem, traj) -> dict:
     joints = [{"name": j.name, "kind": kinds.get(j.name), "urdf_type": j.urdf_type, "lower_rad": given(j.q_min),
                "upper_rad": given(j.q_max), "velocity_rad_s": given(j.velocity), "effort_Nm": given(j.effort)}
               for j in u.joints]
-    if u.locked:  # a locked joint's value is an angle, or a prismatic joint's position
-        import xml.etree.ElementTree as ET
-
-        types = {j.get("name"): j.get("type") for j in ET.parse(u.path).getroot().iter("joint")}
-        joints += [{"name": name, "kind": "locked", "urdf_type": types.get(name),
-                    ("position_m" if types.get(name) == "prismatic" else "angle_rad"): float(x)}
-                   for name, x in u.locked.items()]
+    types = u.locked_types  # a locked joint's value is an angle, or a prismatic joint's position
+    joints += [{"name": name, "kind": "locked", "urdf_type": types.get(name),
+                ("position_m" if types.get(name) == "prismatic" else "angle_rad"): float(x)}
+               for name, x in u.locked.items()]
     return {"urdf": {"file": str(u.path), "robot": u.robot, "base_link": u.base_link, "tip_link": u.tip_link,
                      "joints": joints, "effort_limits_exceeded": effort_limits_exceeded(problem, traj),
                      "velocity_limits_exceeded": velocity_limits_exceeded(problem, traj)}}

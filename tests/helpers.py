@@ -92,3 +92,11 @@ def c_compiler_or_skip() -> str:
     if cc is None:
         pytest.skip(f"no C compiler {bdf._compiler()!r} on PATH ($CC)")
     return cc
+
+
+def sample_at(ts, Q, times):
+    """Rows of Q (one per time in ts, e.g. a second simulator's steps) at the given times, linear between
+    them (O(dt^2) between steps; exact where the times fall on steps)."""
+    import numpy as np
+
+    return np.column_stack([np.interp(times, ts, c) for c in Q.T])

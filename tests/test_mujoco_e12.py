@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import sample_at
 from scipy.optimize import fsolve
 
 import ffopt
@@ -143,11 +144,6 @@ class E12:
         return np.append(ts, n * dt), Q[:, self.order]
 
 
-def sample(ts, Q, times):
-    """Coordinates at the given times (linear between MuJoCo steps: O(dt^2), far below the errors here)."""
-    return np.column_stack([np.interp(times, ts, c) for c in Q.T])
-
-
 @pytest.fixture(scope="module")
 def problem() -> dict:
     with open(PROBLEM, "rb") as f:
@@ -190,7 +186,7 @@ def mujoco_errors(e12: E12, problem, result, dt=DT) -> dict:
     q_end, u_hold = e12.static_pose(y_ref[-1], tr.q[-1])
     settle = ver.settle_simulations[CASE]
     ts, Q = e12.run(tr.t, tr.u, tr.qm, tr.dqm, kp, kd, q0, u_hold, q_end[3:], settle.t[-1], dt)
-    q_move, q_settle = sample(ts, Q, tr.t), sample(ts, Q, settle.t)
+    q_move, q_settle = sample_at(ts, Q, tr.t), sample_at(ts, Q, settle.t)
     return {"move_mm": 1000 * np.linalg.norm(e12.tool(q_move) - y_ref, axis=1),
             "settle_mm": 1000 * np.linalg.norm(e12.tool(q_settle) - y_ref[-1], axis=1),
             "q_move": q_move, "q_settle": q_settle}

@@ -41,6 +41,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import sample_at
 from scipy.optimize import fsolve
 
 import ffopt
@@ -219,11 +220,6 @@ class R3:
         return np.arange(n + 1) * dt, self.from_qpos(Q)
 
 
-def sample(ts, Q, times):
-    """Coordinates at the given times (linear between MuJoCo steps; the grids fall on steps)."""
-    return np.column_stack([np.interp(times, ts, c) for c in Q.T])
-
-
 @pytest.fixture(scope="module")
 def problem() -> dict:
     with open(PROBLEM, "rb") as f:
@@ -261,7 +257,7 @@ def mujoco_errors(r3: R3, result, case=CASE, dt=DT) -> dict:
     hold_qm = np.concatenate([q_end[6:], q_end[3:6]])  # motor angles of the inputs: qm1..qm3, q4..q6
     settle_t = ver.settle_simulations[case].t
     ts, Q = r3.run(tr.t, tr.u, tr.qm, tr.dqm, kp, kd, q0, u_hold, hold_qm, settle_t[-1], dt)
-    q_move, q_settle = sample(ts, Q, tr.t), sample(ts, Q, settle_t)
+    q_move, q_settle = sample_at(ts, Q, tr.t), sample_at(ts, Q, settle_t)
     tool_ref = r3.tool(y_ref)
     return {"move_mm": 1000 * np.linalg.norm(r3.tool(q_move[:, :6]) - tool_ref, axis=1),
             "settle_mm": 1000 * np.linalg.norm(r3.tool(q_settle[:, :6]) - tool_ref[-1], axis=1),

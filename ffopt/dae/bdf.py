@@ -60,7 +60,7 @@ import numpy as np
 
 from ffopt.codegen import CFLAGS as _CFLAGS, CFLAGS_QUICK as _CFLAGS_QUICK, COMPILE_MODES, compile_mode  # noqa: F401
 from ffopt.codegen import build_in_background as _build_in_background, cache_dir as _cache_dir
-from ffopt.codegen import build_failure, write_source
+from ffopt.codegen import build_failure, compiler_message, write_source
 from ffopt.codegen import compile_library as _compile_to, compiler as _compiler
 from ffopt.errors import SolverError
 
@@ -554,7 +554,7 @@ def _in_vm_while_building(funcs: _BdfFunctions, key: str, cache_dir) -> _BdfFunc
             write_source((funcs.step, funcs.post), source, _driver_source(funcs.step))
         _build_in_background(source, _so_path(key, cache_dir))
     except (OSError, RuntimeError) as err:
-        _warn_compile_failed(_first_line(err))
+        _warn_compile_failed(compiler_message(err))
         return funcs
     funcs.pending = True
     return funcs
@@ -600,7 +600,7 @@ def _compiled(funcs: _BdfFunctions, key: str, cache_dir) -> _BdfFunctions:
         post = ca.external(funcs.post.name(), str(so_path))
         driver = _load_driver(so_path, funcs.step.name())
     except (OSError, RuntimeError, AttributeError, subprocess.SubprocessError) as err:
-        _warn_compile_failed(_first_line(err))
+        _warn_compile_failed(compiler_message(err))
         return funcs
     return _BdfFunctions(step=step, post=post, compiled=True, level="O0" if quick else "O2", driver=driver)
 
@@ -681,11 +681,6 @@ def _march_in_c(driver, start, t, c, r, n_diag) -> np.ndarray:
     if flag > 0:  # step `flag` failed to evaluate: it and the steps after it did not converge
         diag[flag - 1:] = np.nan
     return diag
-
-
-def _first_line(err: Exception) -> str:
-    text = str(err).strip()
-    return text.splitlines()[0] if text else type(err).__name__
 
 
 # --- convergence check -----------------------------------------------------------------------

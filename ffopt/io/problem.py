@@ -454,7 +454,12 @@ class Problem:
         return copy.deepcopy(self.raw)
 
     def to_toml(self) -> str:
-        """The problem as TOML text (``load_problem`` reads it back to the same problem)."""
+        """The problem as TOML text (``load_problem`` reads it back to the same problem); made once per (frozen)
+        problem: a plan asks for it for the written problem.toml and for the keys of its disk caches."""
+        return self._toml_text
+
+    @cached_property
+    def _toml_text(self) -> str:
         import tomlkit
 
         return tomlkit.dumps(self.to_dict())

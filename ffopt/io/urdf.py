@@ -69,6 +69,7 @@ class UrdfChain:
     tip_rotation: np.ndarray  # (3, 3) tip_link frame in the last body's frame
     tip_origin: np.ndarray  # (3,) tip_link origin in the last body's frame
     locked: dict = field(default_factory=dict)  # joint name -> angle (rad) / position (m) it is fixed at
+    locked_types: dict = field(default_factory=dict)  # joint name -> its URDF type (revolute, prismatic, ...)
 
     def to_last_body(self, point: np.ndarray) -> np.ndarray:
         """A point given in tip_link's frame, in the last body's frame."""
@@ -231,7 +232,7 @@ def read_chain(path: Path, base_link: str, tip_link: str, locked: dict[str, floa
                                 np.array(placement.rotation, float), body, float(lo), float(hi),
                                 effort if effort > 0 else np.inf, velocity if velocity > 0 else np.inf))
     return UrdfChain(path, xml.get("name", ""), base_link, tip_link, tuple(joints), np.array(tip.placement.rotation),
-                     np.array(tip.placement.translation), dict(locked))
+                     np.array(tip.placement.translation), dict(locked), {name: types[name] for name in locked})
 
 
 @contextlib.contextmanager

@@ -18,7 +18,6 @@ virtual machine.
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import subprocess
 import warnings
 from dataclasses import dataclass
@@ -27,7 +26,7 @@ from pathlib import Path
 import casadi as ca
 import numpy as np
 
-from ffopt.codegen import CFLAGS_QUICK, cache_dir, compile_library, compiler
+from ffopt.codegen import CFLAGS_QUICK, cache_dir, compile_library, compiler_message, library_key
 
 _CODE_VERSION = "nlp-kernels-1"
 _LOADED: dict[str, ctypes.CDLL] = {}  # library path -> loaded library
@@ -125,12 +124,9 @@ def compile_kernels(kernels: dict[str, IntervalKernel], tag: str) -> bool:
     serialized functions) and switch them to it. False (and a RuntimeWarning, once per process) if the
     build or the loading fails: the kernels stay in CasADi's virtual machine, with the same numbers."""
     funs = [k.fun for k in kernels.values()]
-    try:
-        text = "".join(f.serialize() for f in funs)
-    except RuntimeError:
+    key = library_key(funs, _CODE_VERSION, CFLAGS_QUICK, tag)
+    if key is None:
         return False
-    settings = (_CODE_VERSION, ca.__version__, compiler(), CFLAGS_QUICK, tag)
-    key = hashlib.sha256((repr(settings) + text).encode()).hexdigest()
     if key in _FAILED:
         return False
     so = cache_dir() / f"nlp_{tag}_{key[:32]}.so"
@@ -144,18 +140,12 @@ def compile_kernels(kernels: dict[str, IntervalKernel], tag: str) -> bool:
         batches = [_batch_function(lib, f.name()) for f in named]
     except (OSError, RuntimeError, AttributeError, subprocess.SubprocessError) as err:
         _FAILED.add(key)
-        warnings.warn(f"compiling the NLP's interval derivatives failed ({_first_error(err)}); "
+        warnings.warn(f"compiling the NLP's interval derivatives failed ({compiler_message(err)}); "
                       "they run in CasADi's virtual machine (slower, same numbers)", RuntimeWarning, stacklevel=2)
         return False
     for kernel, batch in zip(kernels.values(), batches):
         kernel._batch = batch
     return True
-
-
-def _first_error(err: Exception) -> str:
-    """The compiler's first error line (else the message's first line)."""
-    lines = str(err).strip().splitlines() or [type(err).__name__]
-    return next((line.strip() for line in lines if "error" in line), lines[0])[:300]
 
 
 def _renamed(fun: ca.Function, name: str) -> ca.Function:
@@ -173,6 +163,5 @@ def _batch_function(lib: ctypes.CDLL, name: str):
 
 def library_path(tag: str, kernels: dict[str, IntervalKernel]) -> Path | None:
     """The library ``compile_kernels`` uses for these kernels (for tests and benchmarks)."""
-    text = "".join(k.fun.serialize() for k in kernels.values())
-    key = hashlib.sha256((repr((_CODE_VERSION, ca.__version__, compiler(), CFLAGS_QUICK, tag)) + text).encode())
-    return cache_dir() / f"nlp_{tag}_{key.hexdigest()[:32]}.so"
+    key = library_key([k.fun for k in kernels.values()], _CODE_VERSION, CFLAGS_QUICK, tag)
+    return None if key is None else cache_dir() / f"nlp_{tag}_{key[:32]}.so"

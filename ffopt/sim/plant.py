@@ -56,7 +56,7 @@ import numpy as np
 
 from ffopt import interrupt
 from ffopt.cache import per_model
-from ffopt.codegen import CFLAGS_QUICK, cache_dir, compile_library, compiler
+from ffopt.codegen import CFLAGS_QUICK, cache_dir, compile_library, compiler_message, library_key
 from ffopt.errors import VerificationError
 from ffopt.models.flexible import FlexibleModel
 
@@ -345,7 +345,7 @@ def compiled_plant(model: FlexibleModel, loop: str = "pd", n_rows: int | None = 
         ext = ca.external(functions[0].name(), str(so))
     except (OSError, RuntimeError, AttributeError, subprocess.SubprocessError) as err:
         _COMPILE_FAILED.add(key)
-        warnings.warn(f"compiling the plant for the verification failed ({str(err).strip().splitlines()[-1]}); "
+        warnings.warn(f"compiling the plant for the verification failed ({compiler_message(err)}); "
                       "the simulation runs in CasADi's virtual machine (slower, same numbers)", RuntimeWarning)
         return None
     _COMPILED[key] = ext
@@ -372,13 +372,10 @@ def _plant_functions(model: FlexibleModel, loop: str) -> tuple[str | None, tuple
     x, c, p, tt, rhs = _closed_loop_ode(model, loop)
     z, none = ca.SX.sym("z", 0), ca.SX(0, 1)
     ins, outs = [tt, x, z, p, c], [rhs, none, none, none]
-    probe = ca.Function("plant", ins, outs, ca.dyn_in(), ca.dyn_out())
-    try:
-        text = probe.serialize()
-    except RuntimeError:
+    key = library_key([ca.Function("plant", ins, outs, ca.dyn_in(), ca.dyn_out())], _PLANT_CODE_VERSION,
+                      CFLAGS_QUICK, loop)
+    if key is None:
         return None, ()
-    settings = (_PLANT_CODE_VERSION, ca.__version__, compiler(), CFLAGS_QUICK, loop)
-    key = hashlib.sha256((repr(settings) + text).encode()).hexdigest()
     name = f"plant_{key[:16]}"
     dae = ca.Function(name, ins, outs, ca.dyn_in(), ca.dyn_out())
     blocks = [ca.jacobian(rhs, x) if (o, i) == (0, 1) else ca.SX(outs[o].numel(), ins[i].numel())

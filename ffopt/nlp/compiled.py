@@ -119,10 +119,11 @@ class IntervalKernel:
         return out
 
 
-def compile_kernels(kernels: dict[str, IntervalKernel], tag: str) -> bool:
+def compile_kernels(kernels: dict[str, IntervalKernel], tag: str, before_compiling=None) -> bool:
     """Compile the kernels' functions into one library of the disk cache (gcc -O0, once per hash of the
     serialized functions) and switch them to it. False (and a RuntimeWarning, once per process) if the
-    build or the loading fails: the kernels stay in CasADi's virtual machine, with the same numbers."""
+    build or the loading fails: the kernels stay in CasADi's virtual machine, with the same numbers.
+    ``before_compiling``: called when the library is not in the cache yet (a progress line: seconds of gcc)."""
     funs = [k.fun for k in kernels.values()]
     key = library_key(funs, _CODE_VERSION, CFLAGS_QUICK, tag)
     if key is None:
@@ -133,6 +134,8 @@ def compile_kernels(kernels: dict[str, IntervalKernel], tag: str) -> bool:
     named = [_renamed(f, f"{f.name()}_{key[:12]}") for f in funs]  # unique symbols per library
     try:
         if not so.exists():
+            if before_compiling is not None:
+                before_compiling()
             source = "".join(_BATCH.format(name=f.name()) for f in named)
             compile_library(named, so, extra_source=source, flags=CFLAGS_QUICK)
         lib = _LOADED.get(str(so)) or ctypes.CDLL(str(so))

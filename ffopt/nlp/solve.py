@@ -184,7 +184,7 @@ def solve_inverse_nlp(model: FlexibleModel, reference, settings: NlpSettings, qa
     try:
         with monitor.guard():
             tic = time.perf_counter()
-            tr = Transcription(model, reference, s, q_rest, noncausal, dummy)
+            tr = Transcription(model, reference, s, q_rest, noncausal, dummy, progress=say)
             needs = _check_bounds(tr, warm, qa_guess, say)
             guess = tr.guess_from_trajectory(warm) if use_warm else tr.rest_guess()
             nlp = tr.build(guess)

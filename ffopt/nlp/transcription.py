@@ -99,11 +99,16 @@ class Guess:
     u: np.ndarray
 
 
+_KERNEL_WHAT = {"jac": "interval Jacobians", "hess": "interval Hessians", "pt": "point output errors"}
+
+
 class Transcription:
     """The collocation NLP of one problem; builds the CasADi NLP and maps solutions back."""
 
     def __init__(self, model: FlexibleModel, reference, settings: NlpSettings, q_rest: np.ndarray,
-                 noncausal: bool = False, dummy: tuple[int, ...] | None = None):
+                 noncausal: bool = False, dummy: tuple[int, ...] | None = None, progress=None):
+        """progress: called with a line before a stage that takes seconds (compiling the kernels)."""
+        self.say = progress or (lambda msg: None)
         s = settings
         if s.tracking not in TRACKING:
             raise ProblemError(f"nlp.tracking: must be one of {', '.join(TRACKING)}; got {s.tracking!r}")
@@ -249,8 +254,9 @@ class Transcription:
             build = {"jac": self._jacobian_kernel_functions, "hess": self._hessian_kernel_functions,
                      "pt": self._point_kernel_functions}[which]
             kernels = {name: IntervalKernel(f) for name, f in build().items()}
-            if compile:
-                self._compile_failed = not compile_kernels(kernels, which)  # one warning, then the VM for the rest
+            if compile:  # one warning if it fails, then the VM for the rest
+                self._compile_failed = not compile_kernels(kernels, which, lambda: self.say(
+                    f"compiling the NLP's {_KERNEL_WHAT[which]} to C (once per model; cached)"))
             patterns = {name: getattr(self, name) for name in _PATTERNS[which]}
             hit = by_reference[self.reference] = (kernels, patterns)
         kernels, patterns = hit

@@ -89,3 +89,19 @@ def test_a_broken_build_falls_back_to_the_virtual_machine_with_a_warning(e12_cas
     assert not sim.stats["compiled"]
     vm = _run(model, traj, pd, compile=False)
     assert np.array_equal(sim.q, vm.q)
+
+
+def test_simulations_side_by_side_give_each_ones_numbers(e12_case):
+    """simulate_all runs the integrations on threads (two on one integrator get their own instance): every
+    result and its step count are those of simulate alone, to the last bit; a failing case comes back as
+    its error, the others unharmed."""
+    model, traj, pd = e12_case
+    args = dict(model=model, t=traj.t, u=traj.u, q0=traj.q[0])
+    requests = {"open_loop": args, "pd": dict(args, pd=pd), "pd_cubic": dict(args, pd=pd, interpolation="cubic"),
+                "bad": dict(args, q0=traj.q[0][:2])}
+    together = plant_module.simulate_all(requests, workers=3)
+    assert isinstance(together["bad"], plant_module.VerificationError) and "q0 and v0 need" in str(together["bad"])
+    for name in ("open_loop", "pd", "pd_cubic"):
+        alone = simulate(**requests[name])
+        assert together[name].stats["n_steps"] == alone.stats["n_steps"] > 0
+        assert np.array_equal(together[name].q, alone.q) and np.array_equal(together[name].v, alone.v)

@@ -124,6 +124,21 @@ def test_settling_bound_holds(raw):
     assert np.abs(filt.response(profile, before) - 1.0).max() > 10 * tol
 
 
+@pytest.mark.parametrize("order, cutoff_hz, raw, tol", [(2, 1.0, "step", 1e-3), (4, 10.0, "ptp", 1e-6),
+                                                        (8, 0.5, "ptp", 1e-9), (5, 3.0, "step", 1e-12)])
+def test_settling_time_is_the_root_brentq_finds(order, cutoff_hz, raw, tol):
+    """The settling time (a monotone Newton iteration) is the root of the tail bound that SciPy's brentq brackets."""
+    from scipy.optimize import brentq
+
+    filt, profile = Butterworth(order, cutoff_hz), RAW[raw]
+    A, sigma = np.abs(filt.tail_amplitudes(profile)), np.real(filt.poles)
+    bound = lambda tau: float(np.sum(A * np.exp(sigma * tau))) - tol  # noqa: E731
+    hi = 1.0 / filt.slowest_decay
+    while bound(hi) > 0:
+        hi *= 2
+    assert filt.settling_time(profile, tol) == pytest.approx(brentq(bound, 0.0, hi, xtol=1e-13), rel=1e-10)
+
+
 def test_ptp_profile_is_the_library_kinematic_ptp():
     """MSL KinematicPTP2 for the RobotR3 demo: the most limited axes set the pace (speed: axis 5,
     acceleration: axis 3), every axis within its limits, s from 0 to 1, the library's phase times."""

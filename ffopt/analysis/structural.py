@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 
 import casadi as ca
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 from ffopt.errors import SolverError
 
@@ -101,6 +100,8 @@ def _augment(i, sigma, c, d, match, eq_col, var_col) -> bool:
 
 def pryce_offsets(sigma: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Canonical offsets (c, d) of Pryce's Sigma method (maximum transversal + fixed point)."""
+    from scipy.optimize import linear_sum_assignment  # here: importing SciPy's optimize costs 0.25 s a plan
+
     m, n = sigma.shape
     big = -1e6
     weights = np.where(sigma >= 0, sigma, big)

@@ -45,7 +45,10 @@ grid serves every controller).
 from __future__ import annotations
 
 import hashlib
+import os
+import queue
 import subprocess
+import threading
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -60,7 +63,7 @@ from ffopt.codegen import CFLAGS_QUICK, cache_dir, compile_library, compiler_mes
 from ffopt.errors import VerificationError
 from ffopt.models.flexible import FlexibleModel
 
-__all__ = ["MotorPD", "SimResult", "StateFeedback", "pd_gains", "simulate"]
+__all__ = ["MotorPD", "SimResult", "StateFeedback", "pd_gains", "simulate", "simulate_all"]
 
 
 @dataclass
@@ -292,12 +295,15 @@ def _simulate_stepwise(model, t, x0, C, P, rtol, atol, loop="pd"):
 
 
 def plant_integrator(model: FlexibleModel, t: np.ndarray, rtol: float, atol: float, loop: str = "pd",
-                     compile: bool = True) -> ca.Function:
+                     compile: bool = True, copy: int = 0) -> ca.Function:
     """The CVODES integrator of the driven plant with outputs on the grid t, built once per plant
     model, grid, tolerances, loop structure and compilation (x0, interval controls and gains are its
-    inputs). ``compile``: the right-hand side and its Jacobian as compiled C (``compiled_plant``)."""
+    inputs). ``compile``: the right-hand side and its Jacobian as compiled C (``compiled_plant``).
+    ``copy``: a second, third, ... instance for simulations that run at the same time (each keeps its own
+    statistics)."""
     grid = hashlib.sha256(np.ascontiguousarray(t, dtype=float).tobytes()).hexdigest()
-    key = ("cvodes", grid, float(rtol), float(atol), bool(compile)) + (() if loop == "pd" else (loop,))
+    key = ("cvodes", grid, float(rtol), float(atol), bool(compile)) + (() if loop == "pd" else (loop,)) \
+        + (() if copy == 0 else ("copy", int(copy)))
     return per_model(model, key, lambda: _integrator(model, t, rtol, atol, loop, compile))
 
 
@@ -406,6 +412,98 @@ def simulate(model: FlexibleModel, t, u, q0, v0=None, pd: MotorPD | StateFeedbac
     compiled C (cached on disk; the same numbers as CasADi's virtual machine, which runs without a C
     compiler). Raises VerificationError if the integration fails.
     """
+    run = _prepare(model, t, u, q0, v0, pd, rtol, atol, interpolation, z0, compile)
+    return _finish(run, *_integrate(run))
+
+
+def simulate_all(requests: dict, workers: int | None = None) -> dict:
+    """Several simulations at once: {label: keyword arguments of ``simulate``} -> {label: SimResult, or the
+    VerificationError that simulation raised}. The integrations run side by side on up to ``workers``
+    threads (None: one per core this process may use; CasADi releases the GIL inside CVODES), everything
+    else in the calling thread; the numbers are those of ``simulate`` to the last bit. The first request
+    runs in the calling thread, so a Ctrl-C stops it as it stops ``simulate``."""
+    results, runs = {}, {}
+    for label, kwargs in requests.items():
+        try:
+            runs[label] = results[label] = _prepare(**kwargs)
+        except VerificationError as err:
+            results[label] = err
+    outcomes = _integrate_side_by_side(list(runs.values()), workers) if runs else []
+    for (label, run), outcome in zip(runs.items(), outcomes):
+        try:
+            results[label] = _finish(run, *outcome)
+        except VerificationError as err:
+            results[label] = err
+    return results
+
+
+def available_cores() -> int:
+    """Cores this process may run on (its CPU affinity, not the machine's count)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # platforms without sched_getaffinity
+        return max(1, os.cpu_count() or 1)
+
+
+def _integrate_side_by_side(runs: list, workers: int | None) -> list:
+    """_integrate for every run: the first in this thread, the others on daemon threads (abandoned, not
+    waited for, if a Ctrl-C ends the process). Only the CasADi call runs off this thread: building
+    CasADi functions is not thread-safe, so every integrator was built by ``_prepare``."""
+    workers = min(len(runs), available_cores() if workers is None else max(1, int(workers)))
+    outcomes: list = [None] * len(runs)
+    if workers <= 1:
+        return [_integrate(run) for run in runs]
+    shared: dict[int, int] = {}
+    for run in runs:  # runs on the same integrator: each its own instance (and statistics)
+        copy = shared[id(run.F)] = shared.get(id(run.F), -1) + 1
+        if copy:
+            run.F = plant_integrator(run.model, run.t, run.rtol, run.atol, run.loop, run.compile, copy=copy)
+    pending = queue.SimpleQueue()
+    for k in range(1, len(runs)):
+        pending.put(k)
+
+    def work():
+        while True:
+            try:
+                k = pending.get_nowait()
+            except queue.Empty:
+                return
+            outcomes[k] = _integrate(runs[k], in_main_thread=False)
+
+    threads = [threading.Thread(target=work, name=f"ffopt-simulate-{i}", daemon=True) for i in range(workers - 1)]
+    for th in threads:
+        th.start()
+    outcomes[0] = _integrate(runs[0])
+    work()  # then help with what is left
+    for th in threads:
+        while th.is_alive():
+            th.join(0.1)  # in steps: a Ctrl-C is seen while the others finish
+    return outcomes
+
+
+@dataclass
+class _Run:
+    """One simulation made ready for the integrator (``_prepare``): its inputs and what ``_finish`` needs."""
+
+    model: FlexibleModel
+    t: np.ndarray
+    u: np.ndarray
+    loop: str  # "pd" or "state"
+    gains: tuple  # (kp, kd, qm_ref, dqm_ref) for "pd", (K, x_ref) for "state"
+    C: np.ndarray
+    P: np.ndarray
+    x0: np.ndarray
+    rtol: float
+    atol: float
+    interpolation: str
+    F: ca.Function
+    t_build: float
+    compile: bool
+
+
+def _prepare(model: FlexibleModel, t, u, q0, v0=None, pd: MotorPD | StateFeedback | None = None,
+             rtol: float = 1e-9, atol: float = 1e-11, interpolation: str = "linear", z0=None,
+             compile: bool = True) -> _Run:
     L = model.layout
     nq, N = L.nq, L.n_u
     t = np.asarray(t, float).ravel()
@@ -434,10 +532,12 @@ def simulate(model: FlexibleModel, t, u, q0, v0=None, pd: MotorPD | StateFeedbac
                 else np.asarray(dd, float).reshape(len(t), N)
             hermite = [(qr, dqr), (dqr, dd)]
         C, P = _interval_controls(t, interpolation, u, qr, dqr, hermite=hermite), np.concatenate([kp, kd])
+        gains = (kp, kd, qr, dqr)
     else:
         K = np.asarray(pd.K, float).reshape(N, 2 * nq)
         x_ref = np.asarray(pd.x_ref, float).reshape(len(t), 2 * nq)
         C, P = _interval_controls(t, interpolation, u, x_ref), K.ravel(order="F")
+        gains = (K, x_ref)
     motor = L.motor_of_input
     if z0 is None:
         u0 = u[0] + (kp * (qr[0] - q0[motor]) + kd * (dqr[0] - v0[motor]) if loop == "pd"
@@ -446,35 +546,57 @@ def simulate(model: FlexibleModel, t, u, q0, v0=None, pd: MotorPD | StateFeedbac
     z0 = np.asarray(z0, float).ravel()
     if z0.size != model.n_z:
         raise VerificationError(f"simulate: z0 needs {model.n_z} entries (drive states), got {z0.size}")
-    x0 = np.concatenate([q0, v0, z0])
-
     wall = time.perf_counter()
     F = plant_integrator(model, t, rtol, atol, loop, compile)
-    t_build = time.perf_counter() - wall
-    method = "cvodes"
-    error = None
+    return _Run(model, t, u, loop, gains, C, P, np.concatenate([q0, v0, z0]), rtol, atol, interpolation, F,
+                time.perf_counter() - wall, compile)
+
+
+def _integrate(run: _Run, in_main_thread: bool = True) -> tuple:
+    """(X (n, nx) or None, CVODES's error or None, wall time, the integrator's statistics): the one call
+    into CVODES, safe off the main thread."""
+    wall = time.perf_counter()
     try:
-        X = np.array(F(x0=x0, u=C, p=P)["xf"]).T
-        X = np.vstack([x0, X])
+        X = np.array(run.F(x0=run.x0, u=run.C, p=run.P)["xf"]).T
         if not np.all(np.isfinite(X)):
             raise RuntimeError("non-finite state")
+        X, error = np.vstack([run.x0, X]), None
     except RuntimeError as err:
-        interrupt.check()  # a Ctrl-C, not a CVODES failure: no step-wise retry
-        error = str(err).strip().splitlines()[-1]
-        X, k = _simulate_stepwise(model, t, x0, C, P, rtol, atol, loop)
-        method = "cvodes-stepwise"
+        if in_main_thread:
+            interrupt.check()  # a Ctrl-C, not a CVODES failure: no step-wise retry
+        X, error = None, str(err).strip().splitlines()[-1]
+    try:
+        steps = int(run.F.stats().get("nsteps", -1))
+    except Exception:  # stats layout differs between CasADi versions
+        steps = None
+    return X, error, time.perf_counter() - wall, steps
+
+
+def _finish(run: _Run, X, error, t_solve: float, steps) -> SimResult:
+    """The SimResult of an integration (after the step-wise retry that locates a failure)."""
+    model, t, u, L = run.model, run.t, run.u, run.model.layout
+    nq = L.nq
+    method = "cvodes"
+    if X is None:
+        interrupt.check()
+        wall = time.perf_counter()
+        X, k = _simulate_stepwise(model, t, run.x0, run.C, run.P, run.rtol, run.atol, run.loop)
+        t_solve += time.perf_counter() - wall
+        method, steps = "cvodes-stepwise", None
         if k is not None:
             raise VerificationError(
                 f"plant simulation failed between t = {t[k]:.6g} s and {t[k + 1]:.6g} s ({error}): "
                 "the motion may be unstable or the torques unbounded there; check u for spikes near "
                 "that time, lower the PD bandwidth or the payload mismatch, or loosen "
                 "verification.rtol") from None
-    t_solve = time.perf_counter() - wall - t_build
 
     q, v, z = X[:, :nq], X[:, nq:2 * nq], X[:, 2 * nq:]
-    if loop == "pd":
+    if run.loop == "pd":
+        kp, kd, qr, dqr = run.gains
+        motor = L.motor_of_input
         u_applied = u + kp * (qr - q[:, motor]) + kd * (dqr - v[:, motor])
     else:
+        K, x_ref = run.gains
         u_applied = u + (x_ref - X[:, :2 * nq]) @ K.T
     n = len(t)
     torque = u_applied if model.drives is None else model.drives.torque(z)
@@ -482,15 +604,13 @@ def simulate(model: FlexibleModel, t, u, q0, v0=None, pd: MotorPD | StateFeedbac
     qa = q[:, : L.n_link].T
     y = np.array(model.output.map(n)(qa)).T
     tool = np.array(model.tool_position.map(n)(qa)).T
-    stats = {"integrator": method, "compiled": _is_compiled(F), "rtol": rtol, "atol": atol, "n_points": n,
-             "interpolation": interpolation,
-             "time_build_s": t_build, "time_solve_s": t_solve}
+    stats = {"integrator": method, "compiled": _is_compiled(run.F), "rtol": run.rtol, "atol": run.atol,
+             "n_points": n, "interpolation": run.interpolation,
+             "time_build_s": run.t_build, "time_solve_s": t_solve}
     if error is not None:
         stats["first_attempt_error"] = error
-    try:
-        stats["n_steps"] = int(F.stats().get("nsteps", -1)) if method == "cvodes" else None
-    except Exception:  # stats layout differs between CasADi versions
-        pass
+    if steps is not None or method != "cvodes":
+        stats["n_steps"] = steps
     return SimResult(t=t, q=q, v=v, a=a, y=y, tool=tool, u_applied=u_applied, stats=stats, z=z, torque=torque)
 
 

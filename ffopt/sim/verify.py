@@ -50,8 +50,8 @@ from ffopt.errors import VerificationError
 from ffopt.io.problem import VerificationSettings
 from ffopt.models.flexible import FlexibleModel
 from ffopt.sim.baselines import pd_only, rigid_feedforward
-from ffopt.sim.plant import (MotorPD, SimResult, StateFeedback, input_gains, pd_gains, plant_needs_compiling,
-                              simulate)
+from ffopt.sim.plant import (MotorPD, SimResult, StateFeedback, available_cores, input_gains, pd_gains,
+                              plant_needs_compiling, simulate, simulate_all)
 from ffopt.sim.settle import (JUDGED_CASE, Hold, SettleMetrics, Verdict, default_tolerances, held_eigenvalues,
                               hold_pose, judge, plan_end_state, settle_duration, settle_grid, settle_metrics)
 
@@ -204,12 +204,15 @@ def verify(model: FlexibleModel, reference, traj, settings: VerificationSettings
 
     if compile and plant_needs_compiling(model, n_rows=len(t)):
         say("compiling the plant's equations to C for the simulations (once per model; cached)")
-    cases, sims, settle_sims, judged_errors = {}, {}, {}, None
+    cases, settle_sims, judged_errors = {}, {}, None
+    starts = {name: rest_state(plant, u[0], loop, q0) if qs is None else qs
+              for name, (plant, u, loop, qs, *_) in runs.items()}  # None: where the loop holds it at rest
+    after_text = "" if t_settle is None else f", then {window:.3g} s after the table"
+    say(f"verifying {', '.join(runs)}" + (f" ({min(len(runs), available_cores())} at a time)" if len(runs) > 1 else "")
+        + after_text)
+    sims = simulate_cases({name: (plant, t, u, starts[name], loop, interpolation)
+                           for name, (plant, u, loop, qs, interpolation, *_) in runs.items()}, settings.rtol, compile)
     for name, (plant, u, loop, qs, interpolation, text, after) in runs.items():
-        if qs is None:  # start at rest where the loop holds the plant before the motion
-            qs = rest_state(plant, u[0], loop, q0)
-        say(f"verifying {name}" + ("" if t_settle is None else f", then {window:.3g} s after the table"))
-        sims[name] = run_case(name, plant, t, u, qs, loop, interpolation, settings.rtol, compile)
         errors = tool_errors(sims[name], y_ref, tool_ref, model.output_units)
         cases[name] = case_error(name, sims[name], y_ref, tool_ref, model.output_units, text, errors)
         if name == JUDGED_CASE:
@@ -345,6 +348,19 @@ def run_case(name, plant, t, u, q_start, loop, interpolation, rtol, compile: boo
                         interpolation=interpolation, compile=compile)
     except VerificationError as err:
         raise VerificationError(f"verification case {name!r}: {err}") from None
+
+
+def simulate_cases(cases: dict, rtol, compile: bool = True) -> dict[str, SimResult]:
+    """``run_case`` for {name: (plant, t, u, q_start, loop, interpolation)}, the integrations side by side
+    (``ffopt.sim.plant.simulate_all``: one thread per core, the same numbers); raises the first failure."""
+    requests = {name: dict(model=plant, t=t, u=u, q0=q_start, pd=loop, rtol=rtol, atol=rtol * 1e-2,
+                           interpolation=interpolation, compile=compile)
+                for name, (plant, t, u, q_start, loop, interpolation) in cases.items()}
+    sims = simulate_all(requests)
+    for name, sim in sims.items():
+        if isinstance(sim, VerificationError):
+            raise VerificationError(f"verification case {name!r}: {sim}") from None
+    return sims
 
 
 def tool_errors(sim: SimResult, y_ref, tool_ref, units) -> tuple[np.ndarray, np.ndarray | None]:

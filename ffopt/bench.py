@@ -577,13 +577,16 @@ def plan_process_table(repeats: int = 5) -> str:
 NLP_BEFORE_CPU_S = {("bounded", 2e-3): 1.22, ("bounded", 1e-3): 2.42, ("exact", 1e-3): 0.30}
 NLP_TARGET_CPU_S = {("bounded", 2e-3): 0.6, ("bounded", 1e-3): 1.2, ("exact", 1e-3): 0.15}
 NLP_PATHS = (  # (case, step, label, nlp changes, Newton's step by stages)
-    ("bounded", 2e-3, "cyipopt, kernels compiled (default)", {}, True),
-    ("bounded", 2e-3, "cyipopt, kernels in CasADi's VM", {"compile": False}, True),
+    ("bounded", 2e-3, "ipopt-c (C interface), kernels compiled (default)", {}, True),
+    ("bounded", 2e-3, "cyipopt, kernels compiled", {"backend": "cyipopt"}, True),
+    ("bounded", 2e-3, "ipopt-c, kernels in CasADi's VM", {"compile": False}, True),
+    ("bounded", 2e-3, "ipopt-c, CasADi's IPOPT with SPRAL", {"linear_solver": "spral"}, True),
     ("bounded", 2e-3, "nlpsol (CasADi AD), MUMPS", {"backend": "casadi"}, True),
     ("bounded", 2e-3, "nlpsol (CasADi AD), SPRAL", {"backend": "casadi", "linear_solver": "spral"}, True),
-    ("bounded", 1e-3, "cyipopt, kernels compiled (default)", {}, True),
-    ("bounded", 1e-3, "cyipopt, kernels in CasADi's VM", {"compile": False}, True),
-    ("bounded", 1e-3, "nlpsol (CasADi AD), SPRAL", {"backend": "casadi", "linear_solver": "spral"}, True),
+    ("bounded", 1e-3, "ipopt-c (C interface), kernels compiled (default)", {}, True),
+    ("bounded", 1e-3, "cyipopt, kernels compiled", {"backend": "cyipopt"}, True),
+    ("bounded", 1e-3, "ipopt-c, kernels in CasADi's VM", {"compile": False}, True),
+    ("bounded", 1e-3, "ipopt-c, CasADi's IPOPT with SPRAL", {"linear_solver": "spral"}, True),
     ("exact", 1e-3, "Newton, stage-wise step, compiled (default)", {}, True),
     ("exact", 1e-3, "Newton + SuperLU, compiled", {}, False),
     ("exact", 1e-3, "Newton + SuperLU, kernels in CasADi's VM", {"compile": False}, False),
@@ -653,12 +656,12 @@ def nlp_paths_table(repeats: int = 3, quick: bool = False) -> str:
     errors of its plan (re-simulated open loop and with the motor PD); the code before, and the targets."""
     rows = [(case, h, label, _nlp_path_row(case, h, changes, stages, min(repeats, 3)))
             for case, h, label, changes, stages in NLP_PATHS if not quick or "default" in label]
-    lines = [f"{'case':8s} {'h[ms]':>5s} {'path':44s} {'iter':>4s} {'CPU[s]':>7s} {'wall[s]':>7s} {'solver[s]':>9s} "
+    lines = [f"{'case':8s} {'h[ms]':>5s} {'path':50s} {'iter':>4s} {'CPU[s]':>7s} {'wall[s]':>7s} {'solver[s]':>9s} "
              f"{'open loop[mm]':>13s} {'PD[mm]':>8s}   before / target CPU[s]"]
     for case, h, label, r in rows:
         ref = (f"{NLP_BEFORE_CPU_S[(case, h)]:g} / {NLP_TARGET_CPU_S[(case, h)]:g}" if "default" in label
                and (case, h) in NLP_BEFORE_CPU_S else "")
-        lines.append(f"{case:8s} {h * 1e3:5g} {label:44s} {r['iterations']:4d} {r['cpu']:7.3f} {r['wall']:7.3f} "
+        lines.append(f"{case:8s} {h * 1e3:5g} {label:50s} {r['iterations']:4d} {r['cpu']:7.3f} {r['wall']:7.3f} "
                      f"{r['in_solver']:9.3f} "
                      f"{r['verified'][0]:13.5f} {r['verified'][1]:8.5f}   {ref}")
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")

@@ -186,13 +186,14 @@ def test_square_nlp_by_newton_matches_ipopt():
 
 
 def test_auto_backend_matches_nlpsol_on_bounded_problem():
-    """backend = auto (IPOPT via cyipopt, interval-wise derivatives) and casadi (nlpsol, CasADi AD
+    """backend = auto (IPOPT through its C interface, interval-wise derivatives) and casadi (nlpsol, CasADi AD
     of the whole graph) reach the same optimum of a non-square NLP (penalty tracking, bound)."""
     kw = dict(step=5e-3, tracking="penalty", torque_max=(3.0e4,))
     ref = _nlp("e1_complete.toml", backend="casadi", **kw)[3]
     traj = _nlp("e1_complete.toml", backend="auto", **kw)[3]
     assert ref.stats["nlp_method"] == traj.stats["nlp_method"] == "ipopt"
-    assert traj.stats["backend"] == "cyipopt" and traj.stats["success"]
+    assert traj.stats["backend"] == "ipopt-c" and traj.stats["ipopt_library"] == "cyipopt" and traj.stats["success"]
+    assert traj.stats["nlp_solver"] == "IPOPT (cyipopt's library) via its C interface"
     # the same NLP and the same IPOPT iterations: measured on 2026-11-27, bound use 1 - 3e-10 (active bound met to
     # the barrier), objective 2.6e-13 relative, u 2.3e-13 of the peak; bounds at IPOPT's tol = 1e-8, which any
     # converged iterate of this NLP meets
@@ -201,14 +202,14 @@ def test_auto_backend_matches_nlpsol_on_bounded_problem():
     assert np.abs(traj.u - ref.u).max() < 1e-8 * np.abs(ref.u).max()
 
 
-@pytest.mark.parametrize("backend", ["cyipopt", pytest.param("pyomo", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("backend", ["cyipopt", "ipopt-c", pytest.param("pyomo", marks=pytest.mark.slow)])
 def test_backends_agree_on_e1(backend):
     ref = _nlp("e1_complete.toml", step=1e-2, backend="casadi")[3]
     traj = _nlp("e1_complete.toml", step=1e-2, backend=backend)[3]
     assert traj.stats["success"] and traj.stats["backend"] == backend
-    # casadi and cyipopt solve the identical NLP (measured on 2026-11-27: objective, u and q agree to 1e-16,
+    # casadi, cyipopt and ipopt-c solve the identical NLP (measured on 2026-11-27: objective, u and q agree to 1e-16,
     # bound at IPOPT's tol = 1e-8); pyomo.dae rounds its time grid to ~1e-6 s (slow; not re-measured)
-    tol = 1e-8 if backend == "cyipopt" else 1e-3
+    tol = 1e-8 if backend in ("cyipopt", "ipopt-c") else 1e-3
     assert traj.stats["objective"] == pytest.approx(ref.stats["objective"], rel=tol)
     assert np.abs(traj.u - ref.u).max() / np.abs(ref.u).max() < tol
     assert np.abs(traj.q - ref.q).max() < tol
@@ -289,15 +290,33 @@ def test_planned_error_of_angle_outputs_is_in_mrad_not_mm():
 
 
 def test_spral_reaches_the_mumps_optimum_and_needs_casadis_ipopt():
-    """nlp.linear_solver = 'spral' (CasADi's IPOPT): backend auto then solves through nlpsol and reaches the
-    optimum the default (MUMPS, cyipopt) reaches; cyipopt's IPOPT has MUMPS only: an error before solving."""
+    """nlp.linear_solver = 'spral' (CasADi's IPOPT): backend auto then takes CasADi's IPOPT library through its C
+    interface and reaches the optimum the default (MUMPS, cyipopt's library) reaches, as nlpsol with SPRAL does;
+    the cyipopt backend's IPOPT has MUMPS only: an error before solving."""
     kw = dict(step=5e-3, tracking="penalty", torque_max=(3.0e4,))
     ref = _nlp("e1_complete.toml", backend="auto", **kw)[3]
     traj = _nlp("e1_complete.toml", backend="auto", linear_solver="spral", **kw)[3]
-    assert ref.stats["backend"] == "cyipopt" and traj.stats["backend"] == "casadi" and traj.stats["success"]
+    nlpsol = _nlp("e1_complete.toml", backend="casadi", linear_solver="spral", **kw)[3]
+    assert (ref.stats["ipopt_library"], traj.stats["ipopt_library"]) == ("cyipopt", "casadi")
+    assert traj.stats["backend"] == "ipopt-c" and traj.stats["success"] and nlpsol.stats["success"]
     # another linear solver, the same optimum: measured on 2026-11-27 objective 2.1e-13 relative, u 3.0e-13 of the
     # peak; bounds at IPOPT's tol = 1e-8
-    assert traj.stats["objective"] == pytest.approx(ref.stats["objective"], rel=1e-8)
-    assert np.abs(traj.u - ref.u).max() < 1e-8 * np.abs(ref.u).max()
+    for other in (traj, nlpsol):
+        assert other.stats["objective"] == pytest.approx(ref.stats["objective"], rel=1e-8)
+        assert np.abs(other.u - ref.u).max() < 1e-8 * np.abs(ref.u).max()
     with pytest.raises(ProblemError, match="linear_solver = 'spral' needs CasADi's IPOPT"):
         _nlp("e1_complete.toml", backend="cyipopt", linear_solver="spral", **kw)
+
+
+def test_ipopt_c_loads_cyipopts_libraries_without_lending_their_symbols():
+    """The C-interface backend loads cyipopt's IPOPT with its MUMPS 5.5 and OpenBLAS in a local scope: loaded
+    globally, their symbols took the place of CasADi's MUMPS 5.8 inside nlpsol (E12 bounded then ended in
+    Restoration_Failed after one iteration). Checked in a fresh process: MUMPS's entry point is not global."""
+    import subprocess
+    import sys
+
+    code = ("import ctypes; from ffopt.nlp.backends import ipopt_c; "
+            "before = hasattr(ctypes.CDLL(None), 'dmumps_c'); ipopt_c.load_library('cyipopt'); "
+            "print(before, hasattr(ctypes.CDLL(None), 'dmumps_c'), ipopt_c.available('cyipopt'))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "False", "True"]

@@ -30,7 +30,7 @@ from ffopt.nlp.settings import NlpSettings
 from ffopt.nlp.solve import solve_inverse_nlp, warm_start_trajectory
 
 PROBLEMS = Path(__file__).resolve().parents[1] / "problems"
-BACKENDS = ["casadi", "cyipopt", "auto", pytest.param("pyomo", marks=pytest.mark.slow)]
+BACKENDS = ["casadi", "cyipopt", "ipopt-c", "auto", pytest.param("pyomo", marks=pytest.mark.slow)]
 
 
 @functools.lru_cache(maxsize=None)
@@ -86,7 +86,7 @@ def test_iteration_limit_ends_the_solve_with_a_diagnosis(backend):
     assert "a larger limit (--max-iter / nlp.max_iter)" in msg
 
 
-@pytest.mark.parametrize("backend", ["casadi", "cyipopt", pytest.param("pyomo", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("backend", ["casadi", "cyipopt", "ipopt-c", pytest.param("pyomo", marks=pytest.mark.slow)])
 def test_wall_time_limit_is_what_ends_the_solve(backend):
     # Solved without a limit in 202 iterations, 5.7 s (casadi; regression value measured on 2026-11-27),
     # so a 1 s limit ends it mid-way. Checked: the limit is the reason the solve ended (IPOPT's status
@@ -97,25 +97,26 @@ def test_wall_time_limit_is_what_ends_the_solve(backend):
         _solve(_hard_e1(backend=backend, step=2.5e-3, max_wall_time_s=1.0))
 
 
-@pytest.mark.parametrize("backend", ["casadi", "cyipopt"])
+@pytest.mark.parametrize("backend", ["casadi", "cyipopt", "ipopt-c"])
 def test_an_ipopt_iteration_that_never_returns_is_ended_at_the_limit(monkeypatch, backend, tmp_path):
     """IPOPT checks its limits only between iterations; one iteration (a MUMPS factorisation of a
     diverging non-causal NLP) was seen running 15 minutes past a 120 s limit. IPOPT runs in a
     worker process that is ended a grace after the limit: here a solve stuck after iteration 0.
     Checked: the worker process is gone and never woke up from its stuck call (it was killed, not
     waited for), and the diagnosis says why it ended."""
-    from ffopt.nlp.backends import casadi_ipopt, common, cyipopt_backend
+    from ffopt.nlp.backends import casadi_ipopt, common, cyipopt_backend, ipopt_c
 
     pid_file, woke_file = tmp_path / "worker.pid", tmp_path / "worker.woke"
 
-    def stuck(problem, warm, tol, monitor, w_start):
+    def stuck(problem, warm, tol, monitor, w_start, *library_and_solver):
         pid_file.write_text(str(os.getpid()))
         monitor.begin("IPOPT (stuck)")
         monitor.iteration(0, 1.0, 1e3)
         time.sleep(60)  # stands for a native call that never returns to Python
         woke_file.write_text("the worker was not ended")
 
-    module, name = (casadi_ipopt, "_solve_ipopt") if backend == "casadi" else (cyipopt_backend, "_solve")
+    module, name = {"casadi": (casadi_ipopt, "_solve_ipopt"), "cyipopt": (cyipopt_backend, "_solve"),
+                    "ipopt-c": (ipopt_c, "_solve")}[backend]
     monkeypatch.setattr(module, name, stuck)
     monkeypatch.setattr(common, "ipopt_grace_s", lambda monitor: 0.5)
     with pytest.raises(SolverError, match=r"wall-time limit of 1 s.*Maximum_WallTime_Exceeded.*still inside one "
@@ -193,7 +194,7 @@ def test_ipopt_gets_the_cpu_limit_as_its_own():
     assert "max_cpu_time" not in ipopt_options(False, 1e-8, 100, 360.0)
 
 
-@pytest.mark.parametrize("backend", ["casadi", "cyipopt"])
+@pytest.mark.parametrize("backend", ["casadi", "cyipopt", "ipopt-c"])
 def test_cpu_time_limit_is_what_ends_the_solve(backend):
     """The same hard NLP with 1 s of CPU and a wall-time guard far away: the CPU limit ends it, and the
     status and the diagnosis say so (a busy machine stretches the wall time, not the CPU time)."""
@@ -272,14 +273,14 @@ def test_a_worker_inside_one_long_step_is_not_silent():
     assert waiting[0].startswith("NLP: IPOPT (test) on its first iteration for ")
 
 
-@pytest.mark.parametrize("backend", ["casadi", "cyipopt", pytest.param("pyomo", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("backend", ["casadi", "cyipopt", "ipopt-c", pytest.param("pyomo", marks=pytest.mark.slow)])
 def test_progress_callback_receives_every_iteration(backend):
     seen = Recorder()
     traj = _solve(_hard_e1(backend=backend, torque_max=(0.8 * _e1_peak(),)), progress=seen)
     live = [m for m in seen if isinstance(m, NlpProgress)]
     assert traj.stats["success"] and [m.iteration for m in live] == list(range(len(live)))
     # iterations 0..n; CasADi calls once more when IPOPT enters its restoration phase (here once)
-    assert len(live) == traj.stats["iterations"] + 1 + (backend != "cyipopt")
+    assert len(live) == traj.stats["iterations"] + 1 + (backend not in ("cyipopt", "ipopt-c"))
     assert live[-1].infeasibility < 1e-9 < live[0].infeasibility
     assert np.all(np.diff([m.elapsed_s for m in live]) >= 0)  # readings in order; no bound on the time taken
     assert "IPOPT" in live[0].solver and live[0].startswith("NLP iteration 0/1000: objective")
@@ -326,7 +327,8 @@ def test_console_updates_one_line_on_a_terminal_and_writes_lines_to_a_log():
 
 
 # ------------------------------------------------------------------------------ Ctrl-C
-@pytest.mark.parametrize("backend", ["casadi", "cyipopt", "newton", pytest.param("pyomo", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("backend", ["casadi", "cyipopt", "ipopt-c", "newton",
+                                     pytest.param("pyomo", marks=pytest.mark.slow)])
 def test_keyboard_interrupt_in_the_solve_propagates(backend):
     """A KeyboardInterrupt raised during the solve (here by the progress callback at iteration 2)
     leaves as KeyboardInterrupt: not a 'user requested stop' status, not a SolverError."""
@@ -351,7 +353,7 @@ def _cli_with_sigint_handler(*argv) -> list[str]:
     return [sys.executable, "-c", code, *argv]
 
 
-@pytest.mark.parametrize("backend", ["casadi", pytest.param("cyipopt", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("backend", ["casadi", "ipopt-c", pytest.param("cyipopt", marks=pytest.mark.slow)])
 def test_ctrl_c_during_ipopt_exits_130_and_writes_nothing(tmp_path, backend):
     """A real SIGINT while IPOPT iterates: CasADi's IPOPT interface catches it (status
     NonIpopt_Exception_Thrown); ffopt must still exit 130 with no output folder."""

@@ -209,8 +209,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--form", choices=["I3", "I2", "I1"], help="DAE form: original (I3) or differentiated; method bdf")
     p.add_argument("--scaling-power", type=finite_float, metavar="P",
                    help="scale the constraint rows by (1/h)^P; BDF methods")
-    p.add_argument("--backend", choices=["casadi", "cyipopt", "pyomo", "fatrop", "auto"],
-                   help="NLP backend (method nlp); auto: Newton if the NLP is square, else IPOPT via cyipopt")
+    p.add_argument("--backend", choices=["casadi", "cyipopt", "ipopt-c", "pyomo", "fatrop", "auto"],
+                   help="NLP backend (method nlp); auto: Newton if the NLP is square, else IPOPT through its C "
+                        "interface (ipopt-c)")
     p.add_argument("--warm-start", choices=["bdf", "none"], help="NLP start point: BDF solution or rest (method nlp)")
     p.add_argument("--verify", choices=["default", "full"],
                    help="verification cases: default = the plan open loop and with the motor PD loop; full = also "

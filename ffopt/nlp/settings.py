@@ -10,7 +10,7 @@ TRACKING = ("exact", "band", "penalty")
 OBJECTIVES = ("smoothness", "effort", "tracking")
 SCHEMES = ("radau", "euler")
 STRATEGIES = ("auto", "causal", "noncausal")
-BACKENDS = ("casadi", "cyipopt", "pyomo", "fatrop", "auto")  # auto: the fastest (see backends/casadi_ipopt.solve_auto);
+BACKENDS = ("casadi", "cyipopt", "ipopt-c", "pyomo", "fatrop", "auto")  # auto: the fastest (see backends/casadi_ipopt.solve_auto);
 # fatrop: the stage-structured interior point on the stage-ordered NLP (ffopt/nlp/stages.py)
 WARM_STARTS = ("bdf", "none")
 # IPOPT's linear solver: MUMPS (every IPOPT here) or SPRAL (CasADi's IPOPT only; cyipopt's build has MUMPS
@@ -47,7 +47,7 @@ class NlpSettings:
     pre_actuation_s: float = 0.0
     post_actuation_s: float = 0.0
     strategy: str = "auto"  # auto | causal | noncausal
-    backend: str = "auto"  # auto (Newton if square, else cyipopt: 2x faster than casadi) | casadi | cyipopt | pyomo | fatrop
+    backend: str = "auto"  # auto (Newton if square, else ipopt-c) | casadi | cyipopt | ipopt-c (IPOPT's C interface) | pyomo | fatrop
     square_by_newton: bool = True  # casadi / auto: a square NLP (a single feasible point) by Newton, not IPOPT
     warm_start: str = "bdf"  # bdf | none
     tol: float = 1e-8

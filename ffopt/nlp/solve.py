@@ -45,9 +45,9 @@ def solve_backend(backend: str, nlp, warm: bool, settings: NlpSettings, monitor:
     s = settings
     if s.linear_solver not in LINEAR_SOLVERS:
         raise ProblemError(f"nlp.linear_solver: must be one of {', '.join(LINEAR_SOLVERS)}; got {s.linear_solver!r}")
-    if s.linear_solver != "mumps" and backend not in ("casadi", "auto"):
-        raise ProblemError(f"nlp.linear_solver = {s.linear_solver!r} needs CasADi's IPOPT (nlp.backend = 'casadi' or "
-                           f"'auto'); the {backend} backend's IPOPT has MUMPS only")
+    if s.linear_solver != "mumps" and backend not in ("casadi", "auto", "ipopt-c"):
+        raise ProblemError(f"nlp.linear_solver = {s.linear_solver!r} needs CasADi's IPOPT (nlp.backend = 'casadi', "
+                           f"'ipopt-c' or 'auto'); the {backend} backend's IPOPT has MUMPS only")
     if backend == "pyomo":
         from ffopt.nlp.backends.pyomo_backend import solve_transcription
 
@@ -56,6 +56,11 @@ def solve_backend(backend: str, nlp, warm: bool, settings: NlpSettings, monitor:
         from ffopt.nlp.backends.cyipopt_backend import solve
 
         return solve(nlp, warm, s.tol, monitor)
+    if backend == "ipopt-c":
+        from ffopt.nlp.backends import ipopt_c
+
+        return ipopt_c.solve(nlp, warm, s.tol, monitor, library=ipopt_c.library_for(s.linear_solver),
+                             linear_solver=s.linear_solver)
     if backend == "fatrop":
         from ffopt.nlp.backends.fatrop_backend import solve
 
@@ -215,6 +220,8 @@ def _solver_name(res) -> str:
     if res.method.startswith("newton"):
         return "Newton + SuperLU (square NLP)" if "SuperLU" in res.method else \
             "Newton + block forward substitution (square NLP)"
+    if res.backend == "ipopt-c":
+        return f"IPOPT ({res.extra.get('ipopt_library', '?')}'s library) via its C interface"
     return {"casadi": "IPOPT via CasADi nlpsol", "cyipopt": "IPOPT via cyipopt", "pyomo": "IPOPT via CasADi (Pyomo model)",
             "fatrop": "fatrop via CasADi (stage-ordered NLP)"}.get(res.backend, res.backend)
 

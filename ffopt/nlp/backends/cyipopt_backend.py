@@ -21,18 +21,26 @@ from ffopt.nlp.monitor import SolveMonitor
 from ffopt.nlp.transcription import NlpProblem
 
 
+def prepared_derivatives(problem: NlpProblem):
+    """The transcription's interval-wise kernels for ``problem`` (transcription.StructuredDerivatives), or None
+    (then CasADi's AD of the whole graph). Made before IPOPT's worker process starts, the worker inherits them
+    (E12 bounded, 2 ms: 20 ms here against 48 ms in the freshly forked worker, which pays for its page copies)."""
+    make = problem.info.get("derivatives")
+    return make() if make is not None else None
+
+
 class _CasadiCallbacks:
     """The callback object cyipopt expects, timing every function evaluation."""
 
-    def __init__(self, problem: NlpProblem, monitor: SolveMonitor):
+    def __init__(self, problem: NlpProblem, monitor: SolveMonitor, derivatives=None):
+        """derivatives: the transcription's kernels if already made (``prepared_derivatives``)."""
         w, f, g = problem.w, problem.f, problem.g
         self.time_eval = 0.0
         self.iterations = 0
         self.monitor = monitor
         self.ipopt = None  # the cyipopt.Problem, for the current iterate
         self.bounds = (problem.lbx, problem.ubx, problem.lbg, problem.ubg)
-        make = problem.info.get("derivatives")  # interval-wise kernels (transcription.py)
-        self._der = make() if make is not None else None
+        self._der = derivatives if derivatives is not None else prepared_derivatives(problem)
         if self._der is not None:
             self._f, self._grad, self._g = self._der.objective, self._der.gradient, self._der.constraints
             return

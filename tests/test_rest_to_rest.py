@@ -44,8 +44,13 @@ def test_a_shaped_law_keeps_the_ends_and_their_zero_derivatives(base, shape):
     assert law(np.array([0.0]))[0] == 0.0 and law(np.array([1.0]))[0] == 1.0
     for k in range(1, n + 1):
         assert np.abs(law(np.array([0.0, 1.0]), k)).max() < 1e-12, k
-    # the Bernstein form equals the exact rational polynomial (derivatives 0..3 inside the interval)
-    exact = list(law.exact_coefficients)
+    # the Bernstein form (sums of cached exact terms in floats) equals the exact rational polynomial base +
+    # sum c_i phi_i (derivatives 0..3 inside the interval)
+    exact = list(TIME_LAWS[base].exact_coefficients) or [Fraction(x) for x in TIME_LAWS[base].coefficients]
+    exact += [Fraction(0)] * (law.degree + 1 - len(exact))
+    for i, ci in enumerate(shape, start=1):
+        for j, b in enumerate(shape_basis(n, i)):
+            exact[j] += Fraction(ci) * b
     for tau in (Fraction(1, 7), Fraction(1, 2), Fraction(5, 6)):
         for k in range(4):
             value = sum(c * (factorial(j) // factorial(j - k)) * tau ** (j - k) for j, c in enumerate(exact) if j >= k)

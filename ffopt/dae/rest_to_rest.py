@@ -332,18 +332,29 @@ def _speed(end: dict) -> float:
 
 
 def _longer_move(problem, n_shape, max_iter, speed_tol, torque_rel, factors, progress=None) -> dict:
-    """The shortest of the moves lengthened by ``factors`` with a monotone rest-to-rest law."""
-    tried = []
-    for f in factors:
+    """The shortest of the moves lengthened by ``factors`` with a monotone rest-to-rest law, by bisection over
+    the factors: a longer move excites the arm less and rests at least as easily, so 3 searches settle 7
+    factors (E1 complete, the 2.5x move: 3 searches instead of 5; a failed search runs all its iterations)."""
+    factors = sorted(factors)
+    tried, best = [], None
+    lo, hi = 0, len(factors) - 1
+    while lo <= hi:
+        k = (lo + hi) // 2
+        f = factors[k]
         if progress is not None:
             progress(f"rest-to-rest: no law rests in the move; trying a {f:g}x longer move")
         c, info = _shape_one(with_duration_factor(problem, f), n_shape, max_iter, speed_tol, torque_rel, progress)
         tried.append({"factor": f, "duration_s": info["duration_s"], "at_rest": info["at_rest"],
                       "end_speed_max_rad_s": _speed(info["end_after"]), "bdf_solves": info["bdf_solves"]})
         if info["at_rest"]:
-            return {"duration_tried": tried, "duration_factor": f, "duration_needed_s": info["duration_s"],
-                    "shape_for_duration_needed": c.tolist(), "peak_input_for_duration_needed": info["peak_input_after"]}
-    return {"duration_tried": tried, "duration_factor": None, "duration_needed_s": None}
+            best, hi = (f, c, info), k - 1
+        else:
+            lo = k + 1
+    if best is None:
+        return {"duration_tried": tried, "duration_factor": None, "duration_needed_s": None}
+    f, c, info = best
+    return {"duration_tried": tried, "duration_factor": f, "duration_needed_s": info["duration_s"],
+            "shape_for_duration_needed": c.tolist(), "peak_input_for_duration_needed": info["peak_input_after"]}
 
 
 def with_duration_factor(problem, factor: float):

@@ -105,3 +105,14 @@ def test_simulations_side_by_side_give_each_ones_numbers(e12_case):
         alone = simulate(**requests[name])
         assert together[name].stats["n_steps"] == alone.stats["n_steps"] > 0
         assert np.array_equal(together[name].q, alone.q) and np.array_equal(together[name].v, alone.v)
+
+
+def test_simulations_side_by_side_are_not_silent(e12_case, monkeypatch):
+    """While the integrations run, a line every HEARTBEAT_S says how many are done (here every 10 ms)."""
+    model, traj, pd = e12_case
+    monkeypatch.setattr(plant_module, "HEARTBEAT_S", 0.01)
+    lines = []
+    args = dict(model=model, t=traj.t, u=traj.u, q0=traj.q[0], pd=pd, compile=False)  # the VM: ~0.1 s each
+    plant_module.simulate_all({"a": args, "b": args, "c": args}, workers=2, progress=lines.append)
+    assert lines and all(line.startswith("simulating: ") and line.endswith(" s") for line in lines)
+    assert {line.split(" of ")[1].split()[0] for line in lines} == {"3"}

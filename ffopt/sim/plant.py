@@ -51,6 +51,7 @@ import subprocess
 import threading
 import time
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -416,19 +417,21 @@ def simulate(model: FlexibleModel, t, u, q0, v0=None, pd: MotorPD | StateFeedbac
     return _finish(run, *_integrate(run))
 
 
-def simulate_all(requests: dict, workers: int | None = None) -> dict:
+def simulate_all(requests: dict, workers: int | None = None, progress=None) -> dict:
     """Several simulations at once: {label: keyword arguments of ``simulate``} -> {label: SimResult, or the
     VerificationError that simulation raised}. The integrations run side by side on up to ``workers``
     threads (None: one per core this process may use; CasADi releases the GIL inside CVODES), everything
     else in the calling thread; the numbers are those of ``simulate`` to the last bit. The first request
-    runs in the calling thread, so a Ctrl-C stops it as it stops ``simulate``."""
+    runs in the calling thread, so a Ctrl-C stops it as it stops ``simulate``. progress: called every
+    HEARTBEAT_S while they run (how many are done), so that a long verification is not silent."""
     results, runs = {}, {}
     for label, kwargs in requests.items():
         try:
             runs[label] = results[label] = _prepare(**kwargs)
         except VerificationError as err:
             results[label] = err
-    outcomes = _integrate_side_by_side(list(runs.values()), workers) if runs else []
+    with _heartbeat(progress, len(runs)) as done:
+        outcomes = _integrate_side_by_side(list(runs.values()), workers, done) if runs else []
     for (label, run), outcome in zip(runs.items(), outcomes):
         try:
             results[label] = _finish(run, *outcome)
@@ -445,14 +448,47 @@ def available_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def _integrate_side_by_side(runs: list, workers: int | None) -> list:
+HEARTBEAT_S = 1.5  # a line at least this often while simulations run (no stage silent for 2 s)
+
+
+@contextmanager
+def _heartbeat(progress, total: int):
+    """A list the simulations append to when one is done; while the block runs, a daemon thread says every
+    HEARTBEAT_S how many are (``progress`` called from that thread, its exceptions kept out of it)."""
+    done: list = []
+    if progress is None or total == 0:
+        yield done
+        return
+    stop, tic = threading.Event(), time.perf_counter()
+
+    def beat():
+        while not stop.wait(HEARTBEAT_S):
+            try:
+                progress(f"simulating: {len(done)} of {total} done, {time.perf_counter() - tic:.1f} s")
+            except BaseException:  # noqa: BLE001 - e.g. the printer's Ctrl-C check; the main thread sees it
+                return
+
+    thread = threading.Thread(target=beat, name="ffopt-simulate-heartbeat", daemon=True)
+    thread.start()
+    try:
+        yield done
+    finally:
+        stop.set()
+
+
+def _integrate_side_by_side(runs: list, workers: int | None, done: list | None = None) -> list:
     """_integrate for every run: the first in this thread, the others on daemon threads (abandoned, not
     waited for, if a Ctrl-C ends the process). Only the CasADi call runs off this thread: building
-    CasADi functions is not thread-safe, so every integrator was built by ``_prepare``."""
+    CasADi functions is not thread-safe, so every integrator was built by ``_prepare``. done: appended to
+    as each run finishes."""
+    done = [] if done is None else done
     workers = min(len(runs), available_cores() if workers is None else max(1, int(workers)))
     outcomes: list = [None] * len(runs)
     if workers <= 1:
-        return [_integrate(run) for run in runs]
+        for k, run in enumerate(runs):
+            outcomes[k] = _integrate(run)
+            done.append(k)
+        return outcomes
     shared: dict[int, int] = {}
     for run in runs:  # runs on the same integrator: each its own instance (and statistics)
         copy = shared[id(run.F)] = shared.get(id(run.F), -1) + 1
@@ -469,11 +505,13 @@ def _integrate_side_by_side(runs: list, workers: int | None) -> list:
             except queue.Empty:
                 return
             outcomes[k] = _integrate(runs[k], in_main_thread=False)
+            done.append(k)
 
     threads = [threading.Thread(target=work, name=f"ffopt-simulate-{i}", daemon=True) for i in range(workers - 1)]
     for th in threads:
         th.start()
     outcomes[0] = _integrate(runs[0])
+    done.append(0)
     work()  # then help with what is left
     for th in threads:
         while th.is_alive():

@@ -211,7 +211,8 @@ def verify(model: FlexibleModel, reference, traj, settings: VerificationSettings
     say(f"verifying {', '.join(runs)}" + (f" ({min(len(runs), available_cores())} at a time)" if len(runs) > 1 else "")
         + after_text)
     sims = simulate_cases({name: (plant, t, u, starts[name], loop, interpolation)
-                           for name, (plant, u, loop, qs, interpolation, *_) in runs.items()}, settings.rtol, compile)
+                           for name, (plant, u, loop, qs, interpolation, *_) in runs.items()}, settings.rtol, compile,
+                          progress)
     for name, (plant, u, loop, qs, interpolation, text, after) in runs.items():
         errors = tool_errors(sims[name], y_ref, tool_ref, model.output_units)
         cases[name] = case_error(name, sims[name], y_ref, tool_ref, model.output_units, text, errors)
@@ -350,13 +351,14 @@ def run_case(name, plant, t, u, q_start, loop, interpolation, rtol, compile: boo
         raise VerificationError(f"verification case {name!r}: {err}") from None
 
 
-def simulate_cases(cases: dict, rtol, compile: bool = True) -> dict[str, SimResult]:
+def simulate_cases(cases: dict, rtol, compile: bool = True, progress=None) -> dict[str, SimResult]:
     """``run_case`` for {name: (plant, t, u, q_start, loop, interpolation)}, the integrations side by side
-    (``ffopt.sim.plant.simulate_all``: one thread per core, the same numbers); raises the first failure."""
+    (``ffopt.sim.plant.simulate_all``: one thread per core, the same numbers; ``progress``: its heartbeat);
+    raises the first failure."""
     requests = {name: dict(model=plant, t=t, u=u, q0=q_start, pd=loop, rtol=rtol, atol=rtol * 1e-2,
                            interpolation=interpolation, compile=compile)
                 for name, (plant, t, u, q_start, loop, interpolation) in cases.items()}
-    sims = simulate_all(requests)
+    sims = simulate_all(requests, progress=progress)
     for name, sim in sims.items():
         if isinstance(sim, VerificationError):
             raise VerificationError(f"verification case {name!r}: {sim}") from None

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import casadi as ca
 
-__all__ = ["CFLAGS", "CFLAGS_QUICK", "COMPILE_MODES", "build_failure", "build_in_background", "cache_dir",
+__all__ = ["CFLAGS", "CFLAGS_QUICK", "COMPILE_MODES", "available_cores", "build_failure", "build_in_background", "cache_dir",
            "compile_library", "compile_mode", "compiler", "compiler_message", "library_key", "write_source"]
 
 CFLAGS = ("-O2", "-shared", "-fPIC")
@@ -44,6 +44,15 @@ def cache_dir(override=None) -> Path:
         return Path(override)
     env = os.environ.get("FFOPT_CACHE_DIR")
     return Path(env) if env else Path.home() / ".cache" / "ffopt"
+
+
+def available_cores() -> int:
+    """Cores this process may run on (its CPU affinity, not the machine's count): how many threads the
+    compiled code is run on (the verification's simulations, the NLP's interval kernels)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # platforms without sched_getaffinity
+        return max(1, os.cpu_count() or 1)
 
 
 def compile_mode() -> str:

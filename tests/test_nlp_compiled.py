@@ -67,6 +67,22 @@ def test_compiled_kernels_equal_the_virtual_machine_on_e12(tmp_path, monkeypatch
             assert np.abs(got[name] - value).max() <= 1e-12 * scale, name
 
 
+def test_kernels_split_over_threads_give_the_one_thread_numbers(tmp_path, monkeypatch):
+    """The intervals split over threads (here over 3, from any evaluation time on, so E12's kernels split):
+    every value the same as in one thread, to the last bit (each interval is evaluated alone)."""
+    c_compiler_or_skip()
+    monkeypatch.setenv("FFOPT_CACHE_DIR", str(tmp_path))
+    (tr, nlp), _ = _e12_nlp(compile=True, step=1e-2)
+    monkeypatch.setattr(compiled, "THREAD_MIN_SECONDS", float("inf"))
+    one = _all_values(tr, nlp, 4)
+    monkeypatch.setattr(compiled, "THREAD_MIN_SECONDS", -1.0)
+    monkeypatch.setattr(compiled, "available_cores", lambda: 3)
+    split = _all_values(tr, nlp, 4)
+    assert compiled._parts(41, 3) == [(0, 14), (14, 13), (27, 14)]
+    for name, value in one.items():
+        np.testing.assert_array_equal(split[name], value)
+
+
 def test_a_failed_build_warns_and_falls_back_to_the_virtual_machine(tmp_path, monkeypatch):
     """A syntax error in the generated C: the build fails, a RuntimeWarning says so, the kernels run in the
     virtual machine and give the same derivatives as a plain virtual-machine build."""

@@ -2,7 +2,7 @@
 
 Plain messages become lines. Live messages (``live = True``, e.g. the NLP's iteration line
 ``ffopt.nlp.monitor.NlpProgress``) update one line in place on a terminal, several times a second;
-when the stream is not a terminal (a log file, CI) they become a line every few seconds.
+when the stream is not a terminal (a log file, CI) they become a line every 1.5 s.
 Usable from Python too: ``ffopt.plan(problem, progress=ConsoleProgress(print_line))``.
 """
 
@@ -12,7 +12,7 @@ import shutil
 import sys
 
 TERMINAL_INTERVAL_S = 0.25  # live updates on a terminal
-LOG_INTERVAL_S = 5.0  # live messages as lines in a log
+LOG_INTERVAL_S = 1.5  # live messages as lines in a log (no stage silent for 2 s there either)
 
 
 class ConsoleProgress:

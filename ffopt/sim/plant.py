@@ -45,7 +45,6 @@ grid serves every controller).
 from __future__ import annotations
 
 import hashlib
-import os
 import queue
 import subprocess
 import threading
@@ -60,7 +59,7 @@ import numpy as np
 
 from ffopt import interrupt
 from ffopt.cache import per_model
-from ffopt.codegen import CFLAGS_QUICK, cache_dir, compile_library, compiler_message, library_key
+from ffopt.codegen import CFLAGS_QUICK, available_cores, cache_dir, compile_library, compiler_message, library_key
 from ffopt.errors import VerificationError
 from ffopt.models.flexible import FlexibleModel
 
@@ -438,14 +437,6 @@ def simulate_all(requests: dict, workers: int | None = None, progress=None) -> d
         except VerificationError as err:
             results[label] = err
     return results
-
-
-def available_cores() -> int:
-    """Cores this process may run on (its CPU affinity, not the machine's count)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # platforms without sched_getaffinity
-        return max(1, os.cpu_count() or 1)
 
 
 HEARTBEAT_S = 1.5  # a line at least this often while simulations run (no stage silent for 2 s)

@@ -44,14 +44,15 @@ from dataclasses import dataclass, field
 import casadi as ca
 import numpy as np
 
+from ffopt.codegen import available_cores
 from ffopt.dae.equilibrium import static_equilibrium
 from ffopt.dae.rest_to_rest import not_at_rest_text
 from ffopt.errors import VerificationError
 from ffopt.io.problem import VerificationSettings
 from ffopt.models.flexible import FlexibleModel
 from ffopt.sim.baselines import pd_only, rigid_feedforward
-from ffopt.sim.plant import (MotorPD, SimResult, StateFeedback, available_cores, input_gains, pd_gains,
-                              plant_needs_compiling, simulate, simulate_all)
+from ffopt.sim.plant import (MotorPD, SimResult, StateFeedback, input_gains, pd_gains, plant_needs_compiling,
+                             simulate, simulate_all)
 from ffopt.sim.settle import (JUDGED_CASE, Hold, SettleMetrics, Verdict, default_tolerances, held_eigenvalues,
                               hold_pose, judge, plan_end_state, settle_duration, settle_grid, settle_metrics)
 

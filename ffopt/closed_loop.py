@@ -257,7 +257,8 @@ def _after_the_table(problem, traj, runs, main, gains, plant, y_ref, tool_ref, p
     from ffopt.dae.equilibrium import static_equilibrium
     from ffopt.sim.plant import StateFeedback, pd_gains
     from ffopt.sim.settle import hold_pose, judge, plan_end_state, settle_duration, settle_grid
-    from ffopt.sim.verify import motor_hold, settle_case, tolerances, tool_errors
+    from ffopt.sim.cases import motor_hold, settle_case, tool_errors
+    from ffopt.sim.verify import tolerances
 
     model, ver = problem.model, problem.verification
     L = model.layout

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 
 def add_parser(subparsers, epilog: str = ""):
-    from ffopt.cli.main import positive_int
+    from ffopt.cli.common import positive_int
 
     p = subparsers.add_parser("analyze", help="strangeness/structural index, eigenfrequencies and zero dynamics",
                               epilog=epilog)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 
 def add_parser(subparsers, epilog: str = ""):
-    from ffopt.cli.main import positive_float
+    from ffopt.cli.common import positive_float
 
     p = subparsers.add_parser(
         "export", help="write the inverse model as portable C for a controller (one BDF step per sample)",
@@ -29,7 +29,7 @@ def add_parser(subparsers, epilog: str = ""):
 
 
 def run(args) -> int:
-    from ffopt.cli.main import progress_printer
+    from ffopt.cli.common import progress_printer
     from ffopt.export import export_problem
     from ffopt.io.problem import load_problem
 

@@ -9,16 +9,14 @@ written but missing its verification tolerance (during the move or after the tab
 from __future__ import annotations
 
 import argparse
-import math
 import re
 import sys
-import time
 
 from ffopt import __version__, interrupt
+from ffopt.cli.common import (EXIT_INPUT, EXIT_INTERRUPTED, EXIT_MISSED_TOLERANCE, EXIT_OK, EXIT_SOLVER,  # noqa: F401
+                              finite_float, plan_exit_code, positive_int, progress_printer)
 from ffopt.errors import FfoptError, PathError, ProblemError, SolverError, VerificationError
 from ffopt.io.problem import METHODS
-
-EXIT_OK, EXIT_SOLVER, EXIT_INPUT, EXIT_MISSED_TOLERANCE, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 EXIT_CODES_HELP = """exit codes:
   0    ok (ffopt plan: the plan is written and verified within its tolerance)
@@ -62,45 +60,6 @@ class Parser(argparse.ArgumentParser):
         self.exit(EXIT_INPUT, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
-def finite_float(text: str) -> float:
-    try:
-        x = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not math.isfinite(x):
-        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
-    return x
-
-
-def positive_int(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {n}")
-    return n
-
-
-def positive_float(text: str) -> float:
-    x = finite_float(text)
-    if x <= 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
-    return x
-
-
-def progress_printer(quiet: bool):
-    """Progress lines on stderr; also where a Ctrl-C swallowed by native code stops the plan."""
-    t0 = time.perf_counter()
-
-    def say(msg: str) -> None:
-        interrupt.check()
-        if not quiet:
-            print(f"[{time.perf_counter() - t0:7.2f} s] {msg}", file=sys.stderr, flush=True)
-
-    return say
-
-
 def cmd_plan(args) -> int:
     from ffopt.io.console import ConsoleProgress
     from ffopt.io.problem import load_problem
@@ -131,12 +90,6 @@ def cmd_plan(args) -> int:
     say(f"wrote {out}")
     print(summary_text(result))
     return plan_exit_code(result.verification)
-
-
-def plan_exit_code(verification) -> int:
-    """0 for a verified (or unverified) plan, EXIT_MISSED_TOLERANCE for one that missed its tolerance."""
-    missed = verification is not None and getattr(verification, "status", "verified") == "missed_tolerance"
-    return EXIT_MISSED_TOLERANCE if missed else EXIT_OK
 
 
 def check_plan_options(args, problem) -> None:

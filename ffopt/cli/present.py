@@ -7,7 +7,7 @@ from __future__ import annotations
 
 
 def add_parsers(subparsers, epilog: str = ""):
-    from ffopt.cli.main import positive_int, positive_float
+    from ffopt.cli.common import positive_int, positive_float
 
     s = subparsers.add_parser(
         "sweep", epilog=epilog, help="run a parameter sweep on Dask (resumable; one Parquet table)",
@@ -56,7 +56,7 @@ def add_parsers(subparsers, epilog: str = ""):
 def run_sweep(args) -> int:
     import sys
 
-    from ffopt.cli.main import progress_printer
+    from ffopt.cli.common import progress_printer
     from ffopt.sweep import run_sweep as sweep
 
     report = sweep(args.sweep, args.out, workers=args.workers, scheduler=args.scheduler,
@@ -73,7 +73,7 @@ def run_report(args) -> int:
 
 
 def run_animate(args) -> int:
-    from ffopt.cli.main import progress_printer
+    from ffopt.cli.common import progress_printer
     from ffopt.report.animation import write_animation
 
     say = progress_printer(getattr(args, "quiet", False))

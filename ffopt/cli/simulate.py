@@ -12,7 +12,7 @@ from ffopt.errors import ProblemError
 
 
 def add_parser(subparsers, epilog: str = ""):
-    from ffopt.cli.main import positive_float
+    from ffopt.cli.common import positive_float
 
     from ffopt.control.gains import CONTROLLERS
 
@@ -80,7 +80,7 @@ def parse_values(items: list[str]) -> dict:
 
 
 def run(args) -> int:
-    from ffopt.cli.main import progress_printer
+    from ffopt.cli.common import progress_printer
     from ffopt.closed_loop import output_files, simulate
     from ffopt.io.results import check_output_folder
 
@@ -95,6 +95,6 @@ def run(args) -> int:
         out = result.save(args.out, plots=not args.no_plots, force=args.force)
         say(f"wrote {out}")
     print(result.table())
-    from ffopt.cli.main import plan_exit_code
+    from ffopt.cli.common import plan_exit_code
 
     return plan_exit_code(result)

@@ -55,7 +55,7 @@ def run_closed_loop(name: str, plant: FlexibleModel, model: FlexibleModel, ff: F
     q_start: the start configuration (at rest); None: where the loop holds the plant at rest under
     the first feedforward torque and reference (a plant that differs from the model sags there).
     """
-    from ffopt.sim.verify import case_error, rest_state, run_case
+    from ffopt.sim.cases import case_error, rest_state, run_case
 
     if gains.controller not in CONTROLLERS:
         raise ValueError(f"unknown controller {gains.controller!r}")

@@ -108,7 +108,7 @@ def vibration_after_table(problem, traj, scale: float = ROBUST_SCALE) -> dict:
     from ffopt.control.laws import feedback_loop
     from ffopt.sim.plant import pd_gains
     from ffopt.sim.settle import settle_duration, settle_grid
-    from ffopt.sim.verify import motor_hold, rest_state, settle_case, simulate_cases
+    from ffopt.sim.cases import motor_hold, rest_state, settle_case, simulate_cases
 
     lp = _Loop(problem)
     m, ver, ref = lp.model, problem.verification, problem.reference

@@ -97,7 +97,7 @@ def verify_refined(model, t, traj, y_ref, tool_ref, u_interpolation: str, pd, kp
     import time
 
     from ffopt.models.flexible_links import MAX_MODES
-    from ffopt.sim.verify import motor_hold, run_case, settle_case, tool_errors
+    from ffopt.sim.cases import motor_hold, run_case, settle_case, tool_errors
 
     def summary(m, e, settle, wall=0.0) -> Refinement:
         e_mm, e_mrad = e

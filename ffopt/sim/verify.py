@@ -41,7 +41,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import casadi as ca
 import numpy as np
 
 from ffopt.codegen import available_cores
@@ -51,38 +50,15 @@ from ffopt.errors import VerificationError
 from ffopt.io.problem import VerificationSettings
 from ffopt.models.flexible import FlexibleModel
 from ffopt.sim.baselines import pd_only, rigid_feedforward
-from ffopt.sim.plant import (MotorPD, SimResult, StateFeedback, input_gains, pd_gains, plant_needs_compiling,
-                             simulate, simulate_all)
-from ffopt.sim.settle import (JUDGED_CASE, Hold, SettleMetrics, Verdict, default_tolerances, held_eigenvalues,
-                              hold_pose, judge, plan_end_state, settle_duration, settle_grid, settle_metrics)
+from ffopt.sim.cases import (CaseError, case_error, motor_hold, rest_state, run_case,  # noqa: F401 (run_case:
+                             settle_case, simulate_cases, tool_errors)  # imported from here by studies and tests)
+from ffopt.sim.plant import MotorPD, SimResult, input_gains, pd_gains, plant_needs_compiling
+from ffopt.sim.settle import (JUDGED_CASE, Hold, Verdict, default_tolerances, held_eigenvalues, hold_pose, judge,
+                              plan_end_state, settle_duration, settle_grid)
 
 CASE_SETS = ("default", "full")
 OPEN_LOOP_GROWTH_NOTED = 1e-2  # 1/s: an unstable held pose worth a console note (below: roundoff of a rigid mode)
 DEFAULT_CASES = ("feedforward_open_loop", "feedforward_pd")
-
-
-@dataclass
-class CaseError:
-    name: str
-    max_mm: float
-    rms_mm: float
-    start_mm: float  # at the first grid point (baselines that start sagged under gravity show it here)
-    final_mm: float  # at the last grid point (after the rest segment: residual vibration/offset)
-    peak_torque_Nm: list[float]
-    description: str
-    max_mrad: float | None = None  # angle outputs (tool or joint angles), if the model has any
-    rms_mrad: float | None = None
-    settle: SettleMetrics | None = None  # after the table, with the controller holding the final pose
-
-    def to_dict(self) -> dict:
-        d = {"max_mm": self.max_mm, "rms_mm": self.rms_mm, "start_mm": self.start_mm, "final_mm": self.final_mm,
-             "peak_torque_Nm": self.peak_torque_Nm, "description": self.description}
-        if self.max_mrad is not None:
-            d.update(max_mrad=self.max_mrad, rms_mrad=self.rms_mrad)
-        if self.settle is not None:
-            d["settle"] = self.settle.to_dict()
-            d.update(residual_mm=self.settle.residual_mm, settling_time_s=self.settle.settling_time_s)
-        return d
 
 
 @dataclass
@@ -272,30 +248,6 @@ def tolerances(model, settings) -> tuple[float, float, str]:
             settings.tolerance_mrad if settings.tolerance_mrad is not None else mrad, source)
 
 
-def motor_hold(kp, kd, qm, n: int) -> MotorPD:
-    """The motor PD holding the motor angles qm (speed reference 0) on a grid of n points."""
-    return MotorPD(kp, kd, np.tile(qm, (n, 1)), np.zeros((n, len(qm))))
-
-
-def settle_case(name, plant, sim: SimResult, after: Hold, loop, t_settle, y_ref, tool_ref, model, tol_mm, tol_mrad,
-                rtol, compile: bool = True) -> tuple[SimResult, SettleMetrics]:
-    """Simulate the settle window of one case from where its table left the plant, with the hold ``after``
-    (its input) and ``loop`` (the case's feedback about the held pose on the settle grid, or None)."""
-    n = len(t_settle)
-    z0 = None if sim.z is None or sim.z.size == 0 else sim.z[-1]
-    try:
-        s = simulate(plant, t_settle, np.tile(after.u, (n, 1)), sim.q[-1], sim.v[-1], pd=loop, rtol=rtol,
-                     atol=rtol * 1e-2, z0=z0, compile=compile)
-    except VerificationError as err:
-        raise VerificationError(f"verification case {name!r}, after the table: {err}") from None
-    end_ref = np.tile(y_ref[-1], (n, 1))
-    end_tool = None if tool_ref is None else np.tile(tool_ref[-1], (n, 1))
-    e_mm, e_mrad = tool_errors(s, end_ref, end_tool, model.output_units)
-    text = "static torque of the final pose" + ("" if loop is None else " + motor PD on its static motor angles"
-                                                if isinstance(loop, MotorPD) else " + the state feedback about it")
-    return s, settle_metrics(model, sim, s, after, e_mm, e_mrad, tol_mm, tol_mrad, text)
-
-
 def _motor_accelerations(model, traj, hold):
     """The planned motor accelerations for Hermite PD references: the table's; or for a plan made for a
     zero-order hold of the torque (``stats["states_follow_hold"]``: the NLP, whose motion jumps in
@@ -344,76 +296,3 @@ def _payload_runs(model, traj, pd, scales, skipped, hold="linear") -> dict:
     return runs
 
 
-def run_case(name, plant, t, u, q_start, loop, interpolation, rtol, compile: bool = True) -> SimResult:
-    try:
-        return simulate(plant, t, u, q_start, None, pd=loop, rtol=rtol, atol=rtol * 1e-2,
-                        interpolation=interpolation, compile=compile)
-    except VerificationError as err:
-        raise VerificationError(f"verification case {name!r}: {err}") from None
-
-
-def simulate_cases(cases: dict, rtol, compile: bool = True, progress=None) -> dict[str, SimResult]:
-    """``run_case`` for {name: (plant, t, u, q_start, loop, interpolation)}, the integrations side by side
-    (``ffopt.sim.plant.simulate_all``: one thread per core, the same numbers; ``progress``: its heartbeat);
-    raises the first failure."""
-    requests = {name: dict(model=plant, t=t, u=u, q0=q_start, pd=loop, rtol=rtol, atol=rtol * 1e-2,
-                           interpolation=interpolation, compile=compile)
-                for name, (plant, t, u, q_start, loop, interpolation) in cases.items()}
-    sims = simulate_all(requests, progress=progress)
-    for name, sim in sims.items():
-        if isinstance(sim, VerificationError):
-            raise VerificationError(f"verification case {name!r}: {sim}") from None
-    return sims
-
-
-def tool_errors(sim: SimResult, y_ref, tool_ref, units) -> tuple[np.ndarray, np.ndarray | None]:
-    """Tool error along a simulation: (mm over the position outputs, mrad over the angle outputs or None).
-    Without position outputs (a joint-space reference): the tool point against the rigid tool path."""
-    pos = [i for i, u in enumerate(units) if u == "m"]
-    ang = [i for i, u in enumerate(units) if u != "m"]
-    if pos or tool_ref is None:
-        e = 1000.0 * np.linalg.norm(sim.y[:, pos] - y_ref[:, pos], axis=1)  # tool error in mm
-    else:  # joint-space reference: the tool point against the rigid tool path it implies
-        e = 1000.0 * np.linalg.norm(sim.tool - tool_ref, axis=1)
-    e_ang = 1000.0 * np.linalg.norm(sim.y[:, ang] - y_ref[:, ang], axis=1) if ang else None  # mrad
-    return e, e_ang
-
-
-def case_error(name, sim: SimResult, y_ref, tool_ref, units, text, errors=None) -> CaseError:
-    e, e_ang = errors if errors is not None else tool_errors(sim, y_ref, tool_ref, units)
-    torque = sim.u_applied if sim.torque is None else sim.torque
-    return CaseError(name, float(e.max()), float(np.sqrt(np.mean(e**2))), float(e[0]), float(e[-1]),
-                     np.abs(torque).max(axis=0).tolist(), text,
-                     None if e_ang is None else float(e_ang.max()),
-                     None if e_ang is None else float(np.sqrt(np.mean(e_ang**2))))
-
-
-def rest_state(plant: FlexibleModel, u0, loop: MotorPD | StateFeedback | None, q_guess) -> np.ndarray:
-    """q with forward_dynamics(q, 0, u0 + K (x_ref0 - [q; 0])) = 0: where the loop holds the plant at rest
-    before the motion (the loop's reference and torque at the first grid point)."""
-    L = plant.layout
-    q = ca.SX.sym("q", L.nq)
-    u = ca.DM(np.asarray(u0, float))
-    gain_scale = 0.0
-    if loop is not None:
-        fb = loop.state_feedback(L)
-        K = np.asarray(fb.K, float)
-        u = u + ca.DM(K) @ (ca.DM(np.asarray(fb.x_ref, float)[0]) - ca.vertcat(q, ca.DM.zeros(L.nq)))
-        gain_scale = float(np.abs(K[:, :L.nq]).max(initial=0.0))
-    zero = ca.DM.zeros(L.nq)
-    res = plant.equations_of_motion(q, zero, zero, plant.steady_torque(q, zero, u))
-    G = ca.Function("rest", [q], [res])
-    solver = ca.rootfinder("rest", "newton", G, {"abstol": 1e-10, "max_iter": 100, "error_on_fail": False})
-    qs = np.array(solver(q_guess)).ravel()
-    # torque residual: 1 uN m, or what stiff gains make of a 1e-12 rad rounding error (heavy arms)
-    tol = 1e-6 + 1e-12 * gain_scale
-    if not np.all(np.isfinite(qs)) or np.abs(np.array(G(qs))).max() > tol:
-        resid = float(np.abs(np.array(G(qs))).max()) if np.all(np.isfinite(qs)) else float("nan")
-        how = ("with no feedback, the plan's start torque alone must hold the plant still: a plant whose statics "
-               "differ from the planning model (payload, stiffness, gravity) has no such rest state; simulate it "
-               "with a feedback loop (controller pd) or a plant that matches the plan's statics") if loop is None \
-            else ("the plant may be statically unstable under this loop (gains too low for its gravity load, or "
-                  "a joint at a limit); try stiffer gains or check the plant's parameters")
-        raise VerificationError(f"verification: no rest state of the plant under the initial torque and feedback "
-                                f"loop (Newton residual {resid:.3g} N m > {tol:.3g}): {how}")
-    return qs

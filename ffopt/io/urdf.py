@@ -273,8 +273,8 @@ def build_urdf_chain(v, m: dict, raw_model: dict, source: str):
     """(Chain, UrdfChain, resolved URDF path as text) of a validated [model] table with ``urdf``:
     geometry and bodies from the URDF, drives from the [[model.joints]] entries (checked like a chain
     written in the problem file). ``raw_model`` is the table as written (which keys were given)."""
-    from ffopt.io import problem as P
     from ffopt.io.electrics import check_electric_chain, parse_electrics
+    from ffopt.io.joints import JOINT_NAME, JOINT_SCHEMA, _arm_side, _check_joint_physics, _inertia
     from ffopt.models.chain import Chain, Joint, rotation_rpy
 
     for key in ("base_link", "tip_link"):
@@ -317,20 +317,20 @@ def build_urdf_chain(v, m: dict, raw_model: dict, source: str):
             where = f"model.joints[{i + 1}]"
         else:  # no entry: a direct drive without drive data
             where = f"model.joints.{uj.name}"
-            j = v.table({"name": uj.name, "kind": "direct"}, P.JOINT_SCHEMA, where)
-        if not P.JOINT_NAME.fullmatch(uj.name):
+            j = v.table({"name": uj.name, "kind": "direct"}, JOINT_SCHEMA, where)
+        if not JOINT_NAME.fullmatch(uj.name):
             v.fail(f"{where}.name", f"URDF joint {uj.name!r}: ffopt's joint names use letters, digits, '_', '-' and "
                    "'.' only (they label CSV columns such as u_<name>); rename the joint in the URDF")
-        data = P._arm_side(v, j, where, m["rotor_coupling"])
+        data = _arm_side(v, j, where, m["rotor_coupling"])
         joint = Joint(name=uj.name, kind=j["kind"], axis=uj.axis, origin=uj.origin, body=uj.body,
                       rotation=uj.rotation, q_min=uj.q_min, q_max=uj.q_max, electrics=parse_electrics(v, j, where),
                       **data)
-        P._check_joint_physics(v, joint, where)
+        _check_joint_physics(v, joint, where)
         joints.append(joint)
     payload = None
     if m["payload"] is not None:
         pl = m["payload"]
-        payload = urdf.body_to_last(Body(pl["mass"], np.array(pl["com"]), P._inertia(v, pl, "model.payload")))
+        payload = urdf.body_to_last(Body(pl["mass"], np.array(pl["com"]), _inertia(v, pl, "model.payload")))
     tool_rpy = np.eye(3) if m["tool_rpy_deg"] is None else rotation_rpy(*np.radians(m["tool_rpy_deg"]))
     chain = Chain(tuple(joints), urdf.to_last_body(m["tool_origin"]), np.array(m["gravity"]), None, (), payload,
                   urdf.tip_rotation @ tool_rpy, m["rotor_coupling"])

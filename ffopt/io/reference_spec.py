@@ -56,7 +56,7 @@ from ffopt.reference.prefilter import DEFAULT_SETTLE_TOLERANCE, RAW_KINDS, Butte
 from ffopt.reference.time_laws import TIME_LAWS, TimeLaw, shaped_time_law
 
 KINDS = ("line", "polyline", "arc", "joint_ptp", "prefilter")
-SHAPERS = ("zv", "zvd")  # ffopt.sim.shaping
+SHAPERS = ("zv", "zvd")  # ffopt.reference.shaping
 TIME_LAW_KEYS = ("time_law", "time_law_shape", "shaper", "shaper_modes")  # not of a prefiltered move
 # Default prefilter order: the smallest that gives a continuous motor torque, + PREFILTER_MARGIN.
 PREFILTER_MARGIN = 1

@@ -16,8 +16,9 @@ from ffopt.models.flexible import ORIENTATION, FlexibleModel
 from ffopt.reference.paths import arc, joint_ptp, line, polyline, whole_motion_move
 from ffopt.reference.prefilter import Butterworth, filtered_reference_expression
 from ffopt.reference.reference import Reference
+from ffopt.reference.shaping import Shaper, shape_reference, shaper
 
-__all__ = ["reference_from_spec", "angle_centres", "rigid_forward_kinematics"]
+__all__ = ["reference_from_spec", "angle_centres", "rigid_forward_kinematics", "shape_reference_on_model"]
 
 
 def rigid_forward_kinematics(model: FlexibleModel, which: str = "output") -> ca.Function:
@@ -39,9 +40,21 @@ def reference_from_spec(spec, model: FlexibleModel, law=None) -> Reference:
     ref = _moved_by_law(spec, model, names, law)
     if spec.shaper is None:
         return ref
-    from ffopt.sim.shaping import shape_reference, shaper
+    # reference.shaper: theta_s = sum_i A_i theta(t - t_i)
+    return shape_reference_on_model(ref, shaper(*spec.shaper), model)
 
-    return shape_reference(ref, shaper(*spec.shaper), model)  # reference.shaper: theta_s = sum_i A_i theta(t - t_i)
+
+def shape_reference_on_model(reference: Reference, sh: Shaper, model: FlexibleModel | None = None) -> Reference:
+    """``reference`` with its time law shaped by ``sh`` (``ffopt.reference.shaping.shape_reference``); a
+    reference mapped from a joint path (``joint_ptp``, a joint-space ``prefilter``) is shaped in joint space
+    and mapped again through the rigid forward kinematics of ``model`` (needed then): its outputs and its
+    tool path are then those of the shaped joint move."""
+    if reference.joint is None:
+        return shape_reference(reference, sh)
+    if model is None:
+        raise ValueError("shape_reference: a reference mapped from a joint path needs the model")
+    tool = None if reference.tool_path is None else rigid_forward_kinematics(model, "tool")
+    return shape_reference(reference, sh, rigid_forward_kinematics(model), tool)
 
 
 def _moved_by_law(spec, model: FlexibleModel, names, law=None) -> Reference:

@@ -256,3 +256,21 @@ def test_plan_reports_the_prefilter(tmp_path):
     pf = s["reference"]["prefilter"]
     assert pf["order"] == 6 and pf["order_source"] == "derived" and "continuous motor torque" in pf["order_reason"]
     assert s["problem"]["t_end_s"] == pytest.approx(pf["t_end_s"], abs=1e-3)  # rounded to 1 ms in the summary
+
+
+def test_the_structural_analysis_kept_on_disk_is_the_fresh_one_and_knows_its_chain(tmp_path, monkeypatch):
+    """reference_smoothness_cached: the first call analyses and writes, the second reads (no analysis); a chain
+    that differs (full rotor coupling: 4 / 6 instead of 3 / 4) has its own entry and its own answer."""
+    from ffopt.analysis import structural
+
+    monkeypatch.setenv("FFOPT_CACHE_DIR", str(tmp_path))
+    r3 = load_problem(R3)
+    full = tomllib.loads(R3.read_text())
+    full["model"]["rotor_coupling"] = "full"
+    coupled = problem_from_dict(full)
+    assert len(list(tmp_path.glob("structure_*.json"))) == 2  # each problem's prefilter order asked for its own
+    calls = []
+    monkeypatch.setattr(structural, "reference_smoothness", lambda model: calls.append(model))
+    got = [structural.reference_smoothness_cached(p.model) for p in (r3, coupled)]
+    assert not calls  # both read from the disk
+    assert [(g.damped, g.undamped) for g in got] == [(3, 4), (4, 6)]  # what the analysis gives (test above)

@@ -664,10 +664,10 @@ def _prefilter_order(v, r, out, chain, profile) -> tuple[int, dict]:
     torque needs n >= nu + 1 - m (``order_required``); the default is one more (PREFILTER_MARGIN), which
     makes the torque's rate continuous and the BDF torque error near the raw profile's corners 30-200x
     smaller (measured on the Manutec r3, results/manutec_r3.md)."""
-    from ffopt.analysis.structural import reference_smoothness
+    from ffopt.analysis.structural import reference_smoothness_cached
     from ffopt.models.flexible import FlexibleModel
 
-    need = reference_smoothness(FlexibleModel(chain, tuple(out.names)))
+    need = reference_smoothness_cached(FlexibleModel(chain, tuple(out.names)))
     m = profile.degree
     required = max(need.derivatives + 1 - m, 1)
     default = required + PREFILTER_MARGIN

@@ -320,3 +320,24 @@ def test_ipopt_c_loads_cyipopts_libraries_without_lending_their_symbols():
             "print(before, hasattr(ctypes.CDLL(None), 'dmumps_c'), ipopt_c.available('cyipopt'))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["False", "False", "True"]
+
+
+def test_nlp_plans_keep_the_zero_dynamics_on_disk(tmp_path, monkeypatch):
+    """The strategy's zero analysis is computed once per problem and read back after: the same report (worst zero,
+    times, every zero) and the same strategy, without calling the analysis again."""
+    import ffopt.analysis.linear as linear
+    from ffopt.nlp import solve as nlp_solve
+
+    monkeypatch.setenv("FFOPT_CACHE_DIR", str(tmp_path))
+    problem = load_problem(PROBLEMS / "e1_nmp.toml")
+    first = nlp_solve._zero_report_cached(problem)
+    assert len(list(tmp_path.glob("nlpzeros_*.json"))) == 1
+    monkeypatch.setattr(linear, "zero_dynamics", lambda *a, **k: pytest.fail("analysed again"))
+    again = nlp_solve._zero_report_cached(problem)
+    assert again.summary() == first.summary() and not again.minimum_phase
+    np.testing.assert_array_equal(again.times, first.times)
+    for z1, z2 in zip(first.zeros, again.zeros):
+        np.testing.assert_array_equal(np.sort_complex(z1), np.sort_complex(z2))
+    s1, info1 = choose_strategy(problem.model, problem.reference, NlpSettings(), zero_report=first)
+    s2, info2 = choose_strategy(problem.model, problem.reference, NlpSettings(), zero_report=again)
+    assert (s1, info1) == (s2, info2) and info1["strategy"] == "noncausal"

@@ -306,6 +306,14 @@ def zero_dynamics(model: FlexibleModel, reference, guess: np.ndarray | None = No
     """
     times = path_times(reference, n_points)
     all_zeros, err = zeros_along(model, reference, times, guess, cross_check)
+    return report_from_zeros(times, all_zeros, err)
+
+
+def report_from_zeros(times, all_zeros, err: float = 0.0) -> ZeroDynamicsReport:
+    """The ZeroDynamicsReport of the zeros ``all_zeros`` (one array per time of ``times``), e.g. read back from a
+    cache; ``err``: the normal-form cross-check error."""
+    times = np.asarray(times, float)
+    all_zeros = [np.asarray(z, complex) for z in all_zeros]
     worst_re, worst_zero, worst_time = -np.inf, complex(np.nan), float("nan")
     for t, z in zip(times, all_zeros):
         if len(z) and z.real.max() > worst_re:

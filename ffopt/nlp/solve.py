@@ -74,7 +74,7 @@ def solve_backend(backend: str, nlp, warm: bool, settings: NlpSettings, monitor:
 
 
 def choose_strategy(model: FlexibleModel, reference, settings: NlpSettings, qa_guess=None,
-                    bdf_step: float | None = None) -> tuple[NlpSettings, dict]:
+                    bdf_step: float | None = None, zero_report=None) -> tuple[NlpSettings, dict]:
     """Resolve strategy = auto by the zero dynamics along the path; default pre/post-actuation.
 
     Non-minimum phase -> non-causal (stable inversion) with pre-/post-actuation of 10 time
@@ -90,7 +90,7 @@ def choose_strategy(model: FlexibleModel, reference, settings: NlpSettings, qa_g
     try:
         from ffopt.analysis.linear import zero_dynamics
 
-        rep = zero_dynamics(model, reference, qa_guess)
+        rep = zero_report if zero_report is not None else zero_dynamics(model, reference, qa_guess)
         info["zero_dynamics"] = rep.summary()
         info["minimum_phase"] = bool(rep.minimum_phase)
         if not rep.minimum_phase:
@@ -436,6 +436,42 @@ def held_settings(settings: NlpSettings, output, say=None) -> NlpSettings:
     return s
 
 
+def _zero_report_cached(problem):
+    """The zero dynamics along the problem's path (``ffopt.analysis.linear.zero_dynamics``, 41 points, cross-checked)
+    kept on disk beside the compiled code under a hash of the problem as written and the version: a second NLP
+    plan of the problem reads them (E12: 0.03 s of a 0.6 s bounded plan). None if they cannot be computed (the
+    strategy then says why)."""
+    import hashlib
+    import json
+    import os
+
+    import ffopt
+    from ffopt.analysis.linear import report_from_zeros, zero_dynamics
+    from ffopt.codegen import cache_dir
+
+    text = f"{ffopt.__version__}\nzero_dynamics 41 cross_check\n{problem.to_toml()}"
+    path = cache_dir() / f"nlpzeros_{hashlib.sha256(text.encode()).hexdigest()[:32]}.json"
+    try:
+        saved = json.loads(path.read_text())
+        zeros = [np.array([complex(re, im) for re, im in zs], complex) for zs in saved["zeros"]]
+        return report_from_zeros(saved["times"], zeros, saved["cross_check_error"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    try:
+        rep = zero_dynamics(problem.model, problem.reference, problem.reference_spec.joint_guess)
+    except (ImportError, FfoptError, np.linalg.LinAlgError):
+        return None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"times": [float(t) for t in rep.times], "cross_check_error": rep.cross_check_error,
+                                   "zeros": [[[float(z.real), float(z.imag)] for z in zs] for zs in rep.zeros]}))
+        tmp.replace(path)
+    except OSError:  # a read-only cache: computed again next time
+        pass
+    return rep
+
+
 def plan_nlp(problem, progress=None) -> Trajectory:
     """The `nlp` method of ``ffopt.plan``: strategy, BDF warm start, NLP, stats for summary.json."""
     say = progress if progress is not None else (lambda msg: None)
@@ -445,6 +481,7 @@ def plan_nlp(problem, progress=None) -> Trajectory:
         raise ProblemError(f"{problem.source}: nlp.backend: the Pyomo formulation does not model DC-motor electrics; "
                            "use casadi, cyipopt or auto")
     settings, info = choose_strategy(model, reference, held_settings(problem.nlp, problem.output, say), guess,
+                                     zero_report=_zero_report_cached(problem),
                                      bdf_step=problem.solver.step)
     say(f"NLP strategy: {info['strategy']} ({info['strategy_reason']}); zero dynamics: {info['zero_dynamics']}")
     per_step = info.get("fastest_unstable_zero", 0.0) * settings.step

@@ -341,3 +341,16 @@ def test_nlp_plans_keep_the_zero_dynamics_on_disk(tmp_path, monkeypatch):
     s1, info1 = choose_strategy(problem.model, problem.reference, NlpSettings(), zero_report=first)
     s2, info2 = choose_strategy(problem.model, problem.reference, NlpSettings(), zero_report=again)
     assert (s1, info1) == (s2, info2) and info1["strategy"] == "noncausal"
+
+
+def test_a_problem_without_a_file_form_gets_its_zeros_without_the_cache(tmp_path, monkeypatch):
+    """A problem assembled from a chain object has no file form to key the cache by: analysed, nothing written."""
+    from ffopt.nlp import solve as nlp_solve
+
+    monkeypatch.setenv("FFOPT_CACHE_DIR", str(tmp_path))
+    problem = load_problem(PROBLEMS / "e1_nmp.toml")
+    assembled = problem.with_chain(problem.model.chain)
+    with pytest.raises(ProblemError, match="no file form"):
+        assembled.to_toml()
+    rep = nlp_solve._zero_report_cached(assembled)
+    assert rep is not None and not rep.minimum_phase and not list(tmp_path.glob("nlpzeros_*.json"))

@@ -449,18 +449,24 @@ def _zero_report_cached(problem):
     from ffopt.analysis.linear import report_from_zeros, zero_dynamics
     from ffopt.codegen import cache_dir
 
-    text = f"{ffopt.__version__}\nzero_dynamics 41 cross_check\n{problem.to_toml()}"
-    path = cache_dir() / f"nlpzeros_{hashlib.sha256(text.encode()).hexdigest()[:32]}.json"
     try:
-        saved = json.loads(path.read_text())
-        zeros = [np.array([complex(re, im) for re, im in zs], complex) for zs in saved["zeros"]]
-        return report_from_zeros(saved["times"], zeros, saved["cross_check_error"])
+        text = f"{ffopt.__version__}\nzero_dynamics 41 cross_check\n{problem.to_toml()}"
+        path = cache_dir() / f"nlpzeros_{hashlib.sha256(text.encode()).hexdigest()[:32]}.json"
+    except FfoptError:  # a problem assembled from objects (with_chain) has no file form to key it by
+        path = None
+    try:
+        if path is not None:
+            saved = json.loads(path.read_text())
+            zeros = [np.array([complex(re, im) for re, im in zs], complex) for zs in saved["zeros"]]
+            return report_from_zeros(saved["times"], zeros, saved["cross_check_error"])
     except (OSError, ValueError, KeyError, TypeError):
         pass
     try:
         rep = zero_dynamics(problem.model, problem.reference, problem.reference_spec.joint_guess)
     except (ImportError, FfoptError, np.linalg.LinAlgError):
         return None
+    if path is None:
+        return rep
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(f".{os.getpid()}.tmp")

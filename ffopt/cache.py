@@ -1,4 +1,5 @@
-"""In-process cache of what the solvers build from one model object (CasADi functions, solvers).
+"""In-process cache of what the solvers build from one model object (CasADi functions, solvers), and results
+kept on disk between processes (``on_disk``).
 
 A ``FlexibleModel`` builds its symbolic expressions once (cached properties); the functions the
 BDF solver, the static equilibrium and the verification build on top of them are cached here per
@@ -12,6 +13,9 @@ are part of ``key``.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import weakref
 
 _ENTRIES: "weakref.WeakKeyDictionary[object, dict]" = weakref.WeakKeyDictionary()
@@ -38,3 +42,28 @@ def per_model(model, key, build):  # also for other objects that are built once 
 def clear() -> None:
     """Forget every entry (benchmarks measuring a first call in a running process)."""
     _ENTRIES.clear()
+
+
+def on_disk(prefix: str, key: str | None, compute, encode=lambda value: value, decode=lambda data: data):
+    """``compute()`` kept on disk beside the compiled code (``ffopt.codegen.cache_dir``) as
+    ``<prefix>_<sha256(key)>.json``: ``decode`` of the file if it is there and reads, else ``compute()``, its
+    ``encode`` written atomically (a read-only cache: not written). ``key``: everything the result depends on, the
+    ffopt version included (None: no file, computed every time)."""
+    from ffopt.codegen import cache_dir
+
+    if key is None:
+        return compute()
+    path = cache_dir() / f"{prefix}_{hashlib.sha256(key.encode()).hexdigest()[:32]}.json"
+    try:
+        return decode(json.loads(path.read_text()))
+    except (OSError, ValueError, KeyError, TypeError):  # not there, or written by an older layout
+        pass
+    value = compute()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(encode(value)))
+        tmp.replace(path)
+    except OSError:
+        pass
+    return value

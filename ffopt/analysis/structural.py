@@ -26,8 +26,6 @@ variables are algebraic and which differential.
 
 from __future__ import annotations
 
-import os
-
 from dataclasses import dataclass, field
 
 import casadi as ca
@@ -424,33 +422,19 @@ def reference_smoothness(model) -> ReferenceSmoothness:
 
 
 def reference_smoothness_cached(model) -> ReferenceSmoothness:
-    """``reference_smoothness`` kept on disk beside the compiled code (``ffopt.codegen.cache_dir``): the analysis
-    builds the model's expressions twice (0.13 s of a 1 s Manutec r3 plan). Its result depends on which terms of
-    the chain are zero, so the key is the whole chain written out (every value), the outputs and the version."""
-    import hashlib
-    import json
+    """``reference_smoothness`` kept on disk (``ffopt.cache.on_disk``): the analysis builds the model's expressions
+    twice (0.13 s of a 1 s Manutec r3 plan). Its result depends on which terms of the chain are zero, so the key
+    is the whole chain written out (every value), the outputs and the version."""
     import sys
 
     import ffopt
-    from ffopt.codegen import cache_dir
+    from ffopt.cache import on_disk
 
     with np.printoptions(threshold=sys.maxsize):
-        text = f"{ffopt.__version__}\n{model.outputs}\n{model.chain!r}"
-    path = cache_dir() / f"structure_{hashlib.sha256(text.encode()).hexdigest()[:32]}.json"
-    try:
-        saved = json.loads(path.read_text())
-        return ReferenceSmoothness(int(saved["damped"]), int(saved["undamped"]))
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
-    result = reference_smoothness(model)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"damped": result.damped, "undamped": result.undamped}))
-        tmp.replace(path)
-    except OSError:  # a read-only cache: analysed again next time
-        pass
-    return result
+        key = f"{ffopt.__version__}\n{model.outputs}\n{model.chain!r}"
+    return on_disk("structure", key, lambda: reference_smoothness(model),
+                   encode=lambda r: {"damped": r.damped, "undamped": r.undamped},
+                   decode=lambda d: ReferenceSmoothness(int(d["damped"]), int(d["undamped"])))
 
 
 def _path_differentiations(model) -> int:

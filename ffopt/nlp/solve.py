@@ -438,44 +438,31 @@ def held_settings(settings: NlpSettings, output, say=None) -> NlpSettings:
 
 def _zero_report_cached(problem):
     """The zero dynamics along the problem's path (``ffopt.analysis.linear.zero_dynamics``, 41 points, cross-checked)
-    kept on disk beside the compiled code under a hash of the problem as written and the version: a second NLP
-    plan of the problem reads them (E12: 0.03 s of a 0.6 s bounded plan). None if they cannot be computed (the
-    strategy then says why)."""
-    import hashlib
-    import json
-    import os
-
+    kept on disk (``ffopt.cache.on_disk``) under the problem as written and the version: a second NLP plan of the
+    problem reads them (E12: 0.03 s of a 0.6 s bounded plan). None if they cannot be computed (the strategy then
+    says why)."""
     import ffopt
     from ffopt.analysis.linear import report_from_zeros, zero_dynamics
-    from ffopt.codegen import cache_dir
+    from ffopt.cache import on_disk
 
     try:
-        text = f"{ffopt.__version__}\nzero_dynamics 41 cross_check\n{problem.to_toml()}"
-        path = cache_dir() / f"nlpzeros_{hashlib.sha256(text.encode()).hexdigest()[:32]}.json"
+        key = f"{ffopt.__version__}\nzero_dynamics 41 cross_check\n{problem.to_toml()}"
     except FfoptError:  # a problem assembled from objects (with_chain) has no file form to key it by
-        path = None
+        key = None
+
+    def encode(rep):
+        return {"times": [float(t) for t in rep.times], "cross_check_error": rep.cross_check_error,
+                "zeros": [[[float(z.real), float(z.imag)] for z in zs] for zs in rep.zeros]}
+
+    def decode(saved):
+        zeros = [np.array([complex(re, im) for re, im in zs], complex) for zs in saved["zeros"]]
+        return report_from_zeros(saved["times"], zeros, saved["cross_check_error"])
+
     try:
-        if path is not None:
-            saved = json.loads(path.read_text())
-            zeros = [np.array([complex(re, im) for re, im in zs], complex) for zs in saved["zeros"]]
-            return report_from_zeros(saved["times"], zeros, saved["cross_check_error"])
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
-    try:
-        rep = zero_dynamics(problem.model, problem.reference, problem.reference_spec.joint_guess)
+        return on_disk("nlpzeros", key, lambda: zero_dynamics(problem.model, problem.reference,
+                                                               problem.reference_spec.joint_guess), encode, decode)
     except (ImportError, FfoptError, np.linalg.LinAlgError):
         return None
-    if path is None:
-        return rep
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"times": [float(t) for t in rep.times], "cross_check_error": rep.cross_check_error,
-                                   "zeros": [[[float(z.real), float(z.imag)] for z in zs] for zs in rep.zeros]}))
-        tmp.replace(path)
-    except OSError:  # a read-only cache: computed again next time
-        pass
-    return rep
 
 
 def plan_nlp(problem, progress=None) -> Trajectory:

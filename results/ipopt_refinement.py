@@ -14,15 +14,13 @@ users need).
 
 from __future__ import annotations
 
-import argparse
-import os
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "results"))
 
-from mumps_scaling import plans  # noqa: E402
+from mumps_scaling import settings_table  # noqa: E402
 
 import ffopt  # noqa: E402
 from ffopt.nlp.backends import casadi_ipopt, common, cyipopt_backend, ipopt_c  # noqa: E402
@@ -45,28 +43,17 @@ def run(problem) -> dict:
             "pd_mm": ver.cases["feedforward_pd"].max_mm, "status": ver.status}
 
 
+def _cell(r) -> str:
+    """NLP CPU s / iterations / PD mm"""
+    return f"{r['cpu_s']:.2f} / {r['iterations']} / {r['pd_mm']:.3g}"
+
+
+def _patch(changes: dict) -> None:
+    ipopt_c.ipopt_options = cyipopt_backend.ipopt_options = casadi_ipopt.ipopt_options = with_options(changes)
+
+
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--n", type=int, default=30)
-    ap.add_argument("--seed", type=int, default=20261126)
-    ap.add_argument("--no-canadarm", action="store_true", help="leave out the Canadarm (the longest plan)")
-    args = ap.parse_args(argv)
-    print("| plan | " + " | ".join(f"{s}: NLP CPU s / iterations / PD mm" for s in SETTINGS) + " |")
-    print("|---|" + "---|" * len(SETTINGS))
-    totals = {s: [] for s in SETTINGS}
-    for label, problem in plans(args.n, args.seed, not args.no_canadarm):
-        cells = []
-        for name, changes in SETTINGS.items():
-            ipopt_c.ipopt_options = cyipopt_backend.ipopt_options = casadi_ipopt.ipopt_options = with_options(changes)
-            r = run(problem)
-            totals[name].append(r["cpu_s"])
-            cells.append(f"{r['cpu_s']:.2f} / {r['iterations']} / {r['pd_mm']:.3g}"
-                         + ("" if r["status"] == "verified" else f" ({r['status']})"))
-        print(f"| {label} | " + " | ".join(cells) + " |", flush=True)
-    print("| total NLP CPU, slowest | " + " | ".join(f"{sum(t):.1f} s, {max(t):.1f} s" for t in totals.values())
-          + " |")
-    print(f"\n(load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; NLP stage CPU of the last attempt)")
-    return 0
+    return settings_table(SETTINGS, _patch, run, _cell, "cpu_s", argv, __doc__)
 
 
 if __name__ == "__main__":

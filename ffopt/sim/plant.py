@@ -183,6 +183,20 @@ LOOPS = ("pd", "state")  # the integrator's feedback structure: motor PD (diagon
 
 
 def _closed_loop_ode(model: FlexibleModel, loop: str = "pd"):
+    """(x, c, p, t, rhs) of ``_build_closed_loop_ode``, built once per model and loop (the integrators, the
+    compiled plant and the stiffness check share them)."""
+    return per_model(model, ("closed_loop_ode", loop), lambda: _build_closed_loop_ode(model, loop))
+
+
+def _closed_loop_rhs_jacobian(model: FlexibleModel, loop: str = "pd") -> ca.SX:
+    """d rhs / d x of the driven plant (SX), built once per model and loop."""
+    def build():
+        x, _, _, _, rhs = _closed_loop_ode(model, loop)
+        return ca.jacobian(rhs, x)
+    return per_model(model, ("closed_loop_rhs_jacobian", loop), build)
+
+
+def _build_closed_loop_ode(model: FlexibleModel, loop: str = "pd"):
     """Symbols and right-hand side of the driven plant with polynomial inputs on one interval.
 
     State x = [q; v; z] (z: the model's drive states, e.g. armature currents). loop "pd": control
@@ -310,8 +324,8 @@ def integration_method(model: FlexibleModel, loop: str, x0, C, p, t0: float, h_r
 
 
 def _closed_loop_jacobian(model: FlexibleModel, loop: str) -> ca.Function:
-    x, c, p, tt, rhs = _closed_loop_ode(model, loop)
-    return ca.Function("closed_loop_jacobian", [x, c, p, tt], [ca.jacobian(rhs, x)])
+    x, c, p, tt, _ = _closed_loop_ode(model, loop)
+    return ca.Function("closed_loop_jacobian", [x, c, p, tt], [_closed_loop_rhs_jacobian(model, loop)])
 
 
 def _simulate_stepwise(model, t, x0, C, P, rtol, atol, loop="pd"):
@@ -429,7 +443,7 @@ def _plant_functions(model: FlexibleModel, loop: str) -> tuple[str | None, tuple
         return None, ()
     name = f"plant_{key[:16]}"
     dae = ca.Function(name, ins, outs, ca.dyn_in(), ca.dyn_out())
-    blocks = [ca.jacobian(rhs, x) if (o, i) == (0, 1) else ca.SX(outs[o].numel(), ins[i].numel())
+    blocks = [_closed_loop_rhs_jacobian(model, loop) if (o, i) == (0, 1) else ca.SX(outs[o].numel(), ins[i].numel())
               for o in range(len(outs)) for i in range(len(ins))]
     jac_names = [f"jac_{a}_{b}" for a in ca.dyn_out() for b in ca.dyn_in()]
     nominal = [ca.SX.sym(f"out_{o}", e.sparsity()) for o, e in zip(ca.dyn_out(), outs)]

@@ -9,6 +9,15 @@ import numpy as np
 from ffopt.nlp.backends.isolated import run_isolated
 
 SUCCESS_STATUSES = ("Solve_Succeeded", "Solved_To_Acceptable_Level")
+# IPOPT's ApplicationReturnStatus (IpReturnCodes_inc.h) -> the names CasADi reports
+IPOPT_STATUS_NAMES = {0: "Solve_Succeeded", 1: "Solved_To_Acceptable_Level", 2: "Infeasible_Problem_Detected",
+                      3: "Search_Direction_Becomes_Too_Small", 4: "Diverging_Iterates", 5: "User_Requested_Stop",
+                      6: "Feasible_Point_Found", -1: "Maximum_Iterations_Exceeded", -2: "Restoration_Failed",
+                      -3: "Error_In_Step_Computation", -4: "Maximum_CpuTime_Exceeded",
+                      -5: "Maximum_WallTime_Exceeded", -10: "Not_Enough_Degrees_Of_Freedom",
+                      -11: "Invalid_Problem_Definition", -12: "Invalid_Option", -13: "Invalid_Number_Detected",
+                      -100: "Unrecoverable_Exception", -101: "NonIpopt_Exception_Thrown", -102: "Insufficient_Memory",
+                      -199: "Internal_Error"}
 
 
 @dataclass

@@ -22,7 +22,9 @@ import numpy as np
 
 from ffopt import interrupt
 from ffopt.errors import SolverError
-from ffopt.nlp.backends.common import SUCCESS_STATUSES, NlpResult, ipopt_options, not_started, run_ipopt_isolated
+from ffopt.nlp.backends.callbacks import IpoptCallbacks, prepared_derivatives
+from ffopt.nlp.backends.common import (IPOPT_STATUS_NAMES, SUCCESS_STATUSES, NlpResult, ipopt_options, not_started,
+                                       run_ipopt_isolated)
 from ffopt.nlp.monitor import SolveMonitor
 from ffopt.nlp.transcription import NlpProblem
 
@@ -38,14 +40,6 @@ _EVAL_H = ctypes.CFUNCTYPE(_bool, _int, _dbl, _bool, ctypes.c_double, _int, _dbl
                            ctypes.c_void_p)
 _INTERMEDIATE = ctypes.CFUNCTYPE(_bool, _int, _int, *([ctypes.c_double] * 8), _int, ctypes.c_void_p)
 
-# IPOPT's ApplicationReturnStatus -> the names CasADi reports (IpReturnCodes_inc.h)
-STATUS_NAMES = {0: "Solve_Succeeded", 1: "Solved_To_Acceptable_Level", 2: "Infeasible_Problem_Detected",
-                3: "Search_Direction_Becomes_Too_Small", 4: "Diverging_Iterates", 5: "User_Requested_Stop",
-                6: "Feasible_Point_Found", -1: "Maximum_Iterations_Exceeded", -2: "Restoration_Failed",
-                -3: "Error_In_Step_Computation", -4: "Maximum_CpuTime_Exceeded", -5: "Maximum_WallTime_Exceeded",
-                -10: "Not_Enough_Degrees_Of_Freedom", -11: "Invalid_Problem_Definition", -12: "Invalid_Option",
-                -13: "Invalid_Number_Detected", -100: "Unrecoverable_Exception", -101: "NonIpopt_Exception_Thrown",
-                -102: "Insufficient_Memory", -199: "Internal_Error"}
 
 
 def library_path(library: str = "casadi") -> str:
@@ -125,8 +119,6 @@ def library_for(linear_solver: str = "mumps") -> str:
 def solve(problem: NlpProblem, warm: bool, tol: float, monitor: SolveMonitor, w0: np.ndarray | None = None,
           library: str = "casadi", linear_solver: str = "mumps") -> NlpResult:
     """IPOPT through its C interface, in a worker process (``common.run_ipopt_isolated``)."""
-    from ffopt.nlp.backends.cyipopt_backend import prepared_derivatives
-
     load_library(library)  # a missing library is said here, not in the worker
     w_start = problem.w0 if w0 is None else w0
     derivatives = prepared_derivatives(problem)
@@ -139,13 +131,11 @@ def _ptr(a: np.ndarray):
 
 
 class _Callbacks:
-    """The C callbacks around the cyipopt backend's callback object (the same kernels and monitor); an
+    """The C callbacks around the NLP's callback object (``callbacks.IpoptCallbacks``: the same kernels and monitor); an
     exception inside one is kept, IPOPT is told the evaluation failed, and ``_solve`` raises it again."""
 
     def __init__(self, problem: NlpProblem, monitor: SolveMonitor, lib, derivatives=None):
-        from ffopt.nlp.backends.cyipopt_backend import _CasadiCallbacks
-
-        self.cb = _CasadiCallbacks(problem, monitor, derivatives)
+        self.cb = IpoptCallbacks(problem, monitor, derivatives)
         self.cb.ipopt = self  # its intermediate() asks get_current_iterate()
         self.lib, self.handle, self.error = lib, None, None
         self.n, self.m = problem.n_variables, problem.n_constraints
@@ -255,7 +245,7 @@ def _solve(problem: NlpProblem, warm: bool, tol: float, monitor: SolveMonitor, w
         lib.FreeIpoptProblem(handle)
     if calls.error is not None:
         raise calls.error
-    status = STATUS_NAMES.get(code, f"IPOPT return code {code}")
+    status = IPOPT_STATUS_NAMES.get(code, f"IPOPT return code {code}")
     monitor.end_run(calls.cb.iterations)
     return NlpResult(w=x, f=float(obj[0]), status=status, success=status in SUCCESS_STATUSES,
                      iterations=calls.cb.iterations, time_total_s=wall, time_function_eval_s=calls.cb.time_eval,

@@ -29,6 +29,7 @@ import casadi as ca
 import numpy as np
 
 from ffopt.codegen import CFLAGS_QUICK, available_cores, cache_dir, compile_library, compiler_message, library_key
+from ffopt.progress import heartbeat
 
 _CODE_VERSION = "nlp-kernels-1"
 _LOADED: dict[str, ctypes.CDLL] = {}  # library path -> loaded library
@@ -153,11 +154,12 @@ def _parts(K: int, threads: int) -> list[tuple[int, int]]:
     return [(int(a), int(b - a)) for a, b in zip(edges[:-1], edges[1:])]
 
 
-def compile_kernels(kernels: dict[str, IntervalKernel], tag: str, before_compiling=None) -> bool:
+def compile_kernels(kernels: dict[str, IntervalKernel], tag: str, before_compiling=None, progress=None) -> bool:
     """Compile the kernels' functions into one library of the disk cache (gcc -O0, once per hash of the
     serialized functions) and switch them to it. False (and a RuntimeWarning, once per process) if the
     build or the loading fails: the kernels stay in CasADi's virtual machine, with the same numbers.
-    ``before_compiling``: called when the library is not in the cache yet (a progress line: seconds of gcc)."""
+    ``before_compiling``: called when the library is not in the cache yet (a progress line: seconds of gcc);
+    ``progress``: told every 1.5 s how long gcc has been running."""
     funs = [k.fun for k in kernels.values()]
     key = library_key(funs, _CODE_VERSION, CFLAGS_QUICK, tag)
     if key is None:
@@ -171,7 +173,8 @@ def compile_kernels(kernels: dict[str, IntervalKernel], tag: str, before_compili
             if before_compiling is not None:
                 before_compiling()
             source = "".join(_BATCH.format(name=f.name()) for f in named)
-            compile_library(named, so, extra_source=source, flags=CFLAGS_QUICK)
+            with heartbeat(progress, lambda elapsed: f"compiling the NLP's {tag} kernels: {elapsed:.0f} s"):
+                compile_library(named, so, extra_source=source, flags=CFLAGS_QUICK)
         lib = _LOADED.get(str(so)) or ctypes.CDLL(str(so))
         _LOADED[str(so)] = lib
         batches = [_batch_function(lib, f.name()) for f in named]

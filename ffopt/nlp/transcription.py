@@ -256,7 +256,7 @@ class Transcription:
             kernels = {name: IntervalKernel(f) for name, f in build().items()}
             if compile:  # one warning if it fails, then the VM for the rest
                 self._compile_failed = not compile_kernels(kernels, which, lambda: self.say(
-                    f"compiling the NLP's {_KERNEL_WHAT[which]} to C (once per model; cached)"))
+                    f"compiling the NLP's {_KERNEL_WHAT[which]} to C (once per model; cached)"), self.say)
             patterns = {name: getattr(self, name) for name in _PATTERNS[which]}
             hit = by_reference[self.reference] = (kernels, patterns)
         kernels, patterns = hit

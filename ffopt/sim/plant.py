@@ -62,6 +62,8 @@ from ffopt.cache import per_model
 from ffopt.codegen import CFLAGS_QUICK, available_cores, cache_dir, compile_library, compiler_message, library_key
 from ffopt.errors import VerificationError
 from ffopt.models.flexible import FlexibleModel
+from ffopt.progress import HEARTBEAT_S as PROGRESS_EVERY_S
+from ffopt.progress import heartbeat
 
 __all__ = ["MotorPD", "SimResult", "StateFeedback", "pd_gains", "simulate", "simulate_all"]
 
@@ -498,32 +500,17 @@ def simulate_all(requests: dict, workers: int | None = None, progress=None) -> d
     return results
 
 
-HEARTBEAT_S = 1.5  # a line at least this often while simulations run (no stage silent for 2 s)
+HEARTBEAT_S = PROGRESS_EVERY_S  # a line at least this often while simulations run (no stage silent for 2 s)
 
 
 @contextmanager
 def _heartbeat(progress, total: int):
-    """A list the simulations append to when one is done; while the block runs, a daemon thread says every
-    HEARTBEAT_S how many are (``progress`` called from that thread, its exceptions kept out of it)."""
+    """A list the simulations append to when one is done; while the block runs, every HEARTBEAT_S a line says how
+    many are (``ffopt.progress.heartbeat``)."""
     done: list = []
-    if progress is None or total == 0:
+    with heartbeat(None if total == 0 else progress,
+                   lambda elapsed: f"simulating: {len(done)} of {total} done, {elapsed:.1f} s", HEARTBEAT_S):
         yield done
-        return
-    stop, tic = threading.Event(), time.perf_counter()
-
-    def beat():
-        while not stop.wait(HEARTBEAT_S):
-            try:
-                progress(f"simulating: {len(done)} of {total} done, {time.perf_counter() - tic:.1f} s")
-            except BaseException:  # noqa: BLE001 - e.g. the printer's Ctrl-C check; the main thread sees it
-                return
-
-    thread = threading.Thread(target=beat, name="ffopt-simulate-heartbeat", daemon=True)
-    thread.start()
-    try:
-        yield done
-    finally:
-        stop.set()
 
 
 def _integrate_side_by_side(runs: list, workers: int | None, done: list | None = None) -> list:

@@ -52,7 +52,8 @@ from ffopt.models.flexible import FlexibleModel
 from ffopt.sim.baselines import pd_only, rigid_feedforward
 from ffopt.sim.cases import (CaseError, case_error, motor_hold, rest_state, run_case,  # noqa: F401 (run_case:
                              settle_case, simulate_cases, tool_errors)  # imported from here by studies and tests)
-from ffopt.sim.plant import MotorPD, SimResult, input_gains, pd_gains, plant_needs_compiling
+from ffopt.progress import heartbeat
+from ffopt.sim.plant import MotorPD, SimResult, compiled_plant, input_gains, pd_gains, plant_needs_compiling
 from ffopt.sim.settle import (JUDGED_CASE, Hold, Verdict, default_tolerances, held_eigenvalues, hold_pose, judge,
                               plan_end_state, settle_duration, settle_grid)
 
@@ -181,6 +182,8 @@ def verify(model: FlexibleModel, reference, traj, settings: VerificationSettings
 
     if compile and plant_needs_compiling(model, n_rows=len(t)):
         say("compiling the plant's equations to C for the simulations (once per model; cached)")
+        with heartbeat(say, lambda elapsed: f"compiling the plant: {elapsed:.0f} s"):
+            compiled_plant(model, "pd", len(t))  # here, so that gcc's seconds are not silent
     cases, settle_sims, judged_errors = {}, {}, None
     starts = {name: rest_state(plant, u[0], loop, q0) if qs is None else qs
               for name, (plant, u, loop, qs, *_) in runs.items()}  # None: where the loop holds it at rest

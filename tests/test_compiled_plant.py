@@ -143,3 +143,20 @@ def test_adams_where_the_table_keeps_steps_short_and_not_less_accurate_than_bdf(
         ref = run("bdf", 1e-12, loop)[1].tool
         bdf, adams = (np.abs(run(m, 1e-9, loop)[1].tool - ref).max() for m in ("bdf", "adams"))
         assert adams <= bdf
+
+
+def test_a_heartbeat_speaks_while_its_block_runs_and_not_after():
+    """ffopt.progress.heartbeat: lines while a long call runs (here every 10 ms over 0.1 s), none once it ends, and
+    none without a progress callback."""
+    import time
+
+    from ffopt.progress import heartbeat
+
+    lines = []
+    with heartbeat(lines.append, lambda elapsed: f"busy {elapsed:.2f} s", every_s=0.01):
+        time.sleep(0.1)
+    n = len(lines)
+    time.sleep(0.05)
+    assert n >= 3 and len(lines) == n and all(line.startswith("busy ") for line in lines)
+    with heartbeat(None, lambda elapsed: "never", every_s=0.01):
+        time.sleep(0.03)

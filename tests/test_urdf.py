@@ -643,3 +643,85 @@ def test_the_readmes_compact_urdf_problem_reads_as_the_shipped_ur5_line(tmp_path
     t = np.linspace(0.0, shipped.reference.t_end, 7)
     for p in (compact, shipped):  # the path's geometry: the same end points in space
         assert np.allclose(p.reference.evaluate(t)[[0, -1]], shipped.reference.evaluate(t)[[0, -1]], atol=1e-12)
+
+
+# ------------------------------------------------------------------------- the XML checked before Pinocchio
+# urdfdom zeroed an inertia tensor written "nan" or "abc", took negative masses and moments, and a joint that
+# closes a loop crashed the process (a segmentation fault with an empty stderr).
+INERTIA_L2 = 'ixx="0.01" iyy="0.08" izz="0.08" ixy="0" ixz="0.003" iyz="0"'
+
+
+@pytest.mark.parametrize("old, new, words", [
+    (INERTIA_L2, INERTIA_L2.replace('ixx="0.01"', 'ixx="nan"'), "link 'l2' <inertial> <inertia> ixx: must be finite"),
+    (INERTIA_L2, INERTIA_L2.replace('ixx="0.01"', 'ixx="abc"'), "link 'l2' <inertial> <inertia> ixx: expected 1 number"),
+    (INERTIA_L2, INERTIA_L2.replace('iyy="0.08"', 'iyy="-0.08"'), "link 'l2' <inertial> <inertia>: must be positive "
+                                                                  "semi-definite"),
+    (INERTIA_L2, INERTIA_L2.replace('ixx="0.01"', 'ixx="0.5"'), "break the triangle inequality"),
+    ('<mass value="3.0"/>', '<mass value="-3.0"/>', "link 'l2' <inertial> <mass> value: must be >= 0 kg, got -3"),
+    ('<mass value="3.0"/>', '<mass value="1e400"/>', "<mass> value: must be finite"),
+    ('<origin xyz="0.4 0 0" rpy="0 -0.5 0.9"/>', '<origin xyz="0.4 0 inf" rpy="0 -0.5 0.9"/>',
+     "joint 'j3' <origin> xyz: must be finite"),
+    ('<axis xyz="1 0 0"/>', '<axis xyz="0 0 0"/>', "joint 'j3' <axis> xyz: is zero"),
+    ('<axis xyz="1 0 0"/>', '<axis xyz="1 0"/>', "joint 'j3' <axis> xyz: expected 3 numbers"),
+    ('<limit lower="-1" upper="1" effort="30"', '<limit lower="1" upper="-1" effort="30"',
+     "joint 'j3' <limit>: lower 1 is above upper -1"),
+    ('<child link="l3"/>', '<child link="l9"/>', "joint 'j3' <child>: link 'l9' is not defined"),
+    ('<link name="l4">', '<link name="l3">', "link 'l3': defined twice"),
+    ('<joint name="j4" type="revolute">', '<joint name="j3" type="revolute">', "joint 'j3': defined twice"),
+    ('<joint name="j4" type="revolute">', '<joint name="j4" type="hinge">', "joint 'j4': type 'hinge' is not a URDF"),
+    ("</robot>", '<joint name="back" type="revolute"><parent link="l4"/><child link="l1"/><axis xyz="0 0 1"/>'
+                 '<limit lower="-1" upper="1" effort="1" velocity="1"/></joint></robot>',
+     "joint 'back': link 'l1' already hangs on joint 'j1': a second parent closes a loop"),
+    ("</robot>", '<joint name="self" type="fixed"><parent link="l4"/><child link="l4"/></joint></robot>',
+     "joint 'self': connects link 'l4' to itself"),
+    ("</robot>", '<link name="loose"/></robot>', "links 'world', 'loose': have no parent joint"),
+    ("</robot>", '<link name="a"/><link name="b"/><joint name="ab" type="fixed"><parent link="a"/><child link="b"/>'
+                 '</joint><joint name="ba" type="fixed"><parent link="b"/><child link="a"/></joint></robot>',
+     "joints 'ba', 'ab': form a closed loop"),
+])
+def test_the_urdf_is_checked_before_the_urdf_library_reads_it(tmp_path, old, new, words):
+    assert old in SMALL
+    msg = bad(SMALL.replace(old, new, 1), tmp_path)
+    assert msg.startswith("urdf_test.toml: model.urdf: ") and "bad.urdf: " in msg and words in msg, msg
+
+
+def test_unphysical_bodies_beside_the_chain_are_the_world(tmp_path):
+    """A link above base_link is the fixed world: its numbers must be finite, its body need not be physical
+    (real URDFs hold such inertias on sensor mounts and mobile bases)."""
+    text = SMALL.replace('<inertia ixx="0.1" iyy="0.1" izz="0.1"', '<inertia ixx="0.1" iyy="0.1" izz="0.5"')
+    path = tmp_path / "ok.urdf"
+    path.write_text(text)
+    assert load(path, "base", "tool").chain.n_joints == 4
+    assert "break the triangle inequality" in bad(text, tmp_path, base="world")
+
+
+def test_a_loop_in_the_ur5_is_one_line_not_a_crash(tmp_path):
+    """The UR5 with a joint from wrist_3_link back to shoulder_link: exit 2 naming the joint, in a real
+    process (the URDF library crashed it with a segmentation fault before)."""
+    import shutil
+    import subprocess
+    import sys
+
+    text = (SHIPPED / "ur5.urdf").read_text().replace("</robot>", """<joint name="loop" type="revolute">
+      <parent link="wrist_3_link"/><child link="shoulder_link"/><axis xyz="0 0 1"/>
+      <limit effort="28.0" lower="-1" upper="1" velocity="3.2"/></joint></robot>""")
+    (tmp_path / "urdf").mkdir()
+    (tmp_path / "urdf" / "ur5.urdf").write_text(text)
+    shutil.copy(ROOT / "problems" / "ur5_line.toml", tmp_path / "p.toml")
+    proc = subprocess.run([sys.executable, "-m", "ffopt.cli.main", "plan", "p.toml", "--out", "out"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "joint 'loop': link 'shoulder_link' already hangs on joint 'shoulder_pan_joint'" in lines[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["p.toml", "urdf"]
+
+
+def test_a_crash_while_the_urdf_readers_messages_are_captured_still_reports():
+    """Native code that crashes while file descriptor 2 is captured (urdfdom's messages) leaves Python's fault
+    handler's report on the real stderr, not in the capture file."""
+    import subprocess
+    import sys
+
+    code = "import ctypes\nfrom ffopt.io.urdf import _c_stderr\nwith _c_stderr():\n    ctypes.string_at(0)\n"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0 and "Segmentation fault" in proc.stderr, proc.stderr

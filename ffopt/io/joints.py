@@ -308,20 +308,28 @@ def _inertia(v: Validator, j: dict, where: str) -> np.ndarray:
             v.fail(f"{where}.inertia", "must be a symmetric 3x3 matrix")
     else:
         inertia = np.diag(j["inertia_diag"] or [0.0, 0.0, 0.0])
+    problem = inertia_problem(inertia)
+    if problem is not None:
+        field = "inertia_diag" if j["inertia"] is None and "triangle" in problem else "inertia"
+        v.fail(f"{where}.{field}", problem)
+    return inertia
+
+
+def inertia_problem(inertia: np.ndarray) -> str | None:
+    """Why a symmetric 3x3 inertia tensor (about the centre of mass) is not a rigid body's, or None."""
     principal = np.linalg.eigvalsh(inertia)
-    if principal.min() < -1e-12:
-        v.fail(f"{where}.inertia", "must be positive semi-definite")
+    if principal.min() < -1e-12 * max(1.0, abs(principal).max()):
+        return f"must be positive semi-definite (principal moments {np.round(principal, 6).tolist()} kg m^2)"
     # a rigid body's principal moments satisfy the triangle inequality I_a <= I_b + I_c (each is an
     # integral of the squared distance from one axis, and d_a^2 <= d_b^2 + d_c^2). Exempt: the planar
     # convention of Moberg & Hanssen's tables, one moment about the axis of motion and the others 0.
     largest, others = principal[-1], principal[0] + principal[1]
     planar = others == 0.0
     if largest > others + 1e-9 * max(largest, 1e-300) and not planar:
-        field = "inertia_diag" if j["inertia"] is None else "inertia"
-        v.fail(f"{where}.{field}", f"principal moments {np.round(principal, 6).tolist()} kg m^2 break the triangle "
-               f"inequality of a rigid body (the largest, {largest:.6g}, exceeds the sum of the other two, "
-               f"{others:.6g}); for a planar arm give only the moment about the axis of motion and set the other two to 0")
-    return inertia
+        return (f"principal moments {np.round(principal, 6).tolist()} kg m^2 break the triangle inequality of a "
+                f"rigid body (the largest, {largest:.6g}, exceeds the sum of the other two, {others:.6g}); for a "
+                "planar arm give only the moment about the axis of motion and set the other two to 0")
+    return None
 
 
 def _check_joint_physics(v: Validator, joint: Joint, where: str):

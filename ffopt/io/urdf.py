@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import faulthandler
 import os
 import sys
 import tempfile
@@ -35,6 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from ffopt.errors import ProblemError
+from ffopt.io.urdf_checks import check_urdf_xml
 from ffopt.models.chain import Body
 
 ROTATIONAL = ("revolute", "continuous")
@@ -141,6 +143,7 @@ def read_chain(path: Path, base_link: str, tip_link: str, locked: dict[str, floa
     where, model_where = f"{source}: model.urdf", f"{source}: model"
 
     xml = _xml(path, where)
+    check_urdf_xml(xml, path, where, base_link)  # numbers, bodies and the tree, before the URDF library reads them
     types = {j.get("name"): j.get("type") for j in xml.iter("joint") if j.get("type") is not None}
     child_of = {j.get("name"): (j.find("child").get("link") if j.find("child") is not None else None)
                 for j in xml.iter("joint") if j.get("type") is not None}
@@ -245,7 +248,7 @@ def _c_stderr():
     except (OSError, ValueError):  # no real stderr (e.g. captured): read without capturing
         yield said
         return
-    with tempfile.TemporaryFile(mode="w+b") as tmp:
+    with tempfile.TemporaryFile(mode="w+b") as tmp, _faults_to(saved):
         os.dup2(tmp.fileno(), 2)
         try:
             yield said
@@ -254,6 +257,21 @@ def _c_stderr():
             os.close(saved)
             tmp.seek(0)
             said[0] = tmp.read().decode("utf-8", "replace")
+
+
+@contextlib.contextmanager
+def _faults_to(fd: int):
+    """A crash of native code inside the block (while file descriptor 2 is captured) still reports on the
+    real stderr, ``fd``: Python's fault handler, enabled or not before, writes there for the block."""
+    was_enabled = faulthandler.is_enabled()
+    faulthandler.enable(file=fd)
+    try:
+        yield
+    finally:
+        if was_enabled:
+            faulthandler.enable(file=2)  # the real stderr again
+        else:
+            faulthandler.disable()
 
 
 def _link_of(model, links: dict, jid: int) -> str:

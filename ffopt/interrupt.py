@@ -5,6 +5,10 @@ RuntimeError such as ``CV_RHSFUNC_FAIL ... KeyboardInterrupt``; code that retrie
 failures would take it for one. ``catch_interrupts()`` records every SIGINT, so ``check()`` can raise
 the interrupt again where a stage ends or a solver error is handled, and ``received()`` tells the
 command line to exit with 130 whatever exception the interrupt turned into.
+
+SIGTERM (``timeout``, job schedulers, ``docker stop``) and SIGHUP (a closed terminal) take the same
+path as a Ctrl-C: the temporary folders are removed and a sweep writes its table; ``signal_number()``
+says which signal it was (the command line exits with 128 + its number: 130, 143, 129).
 """
 
 from __future__ import annotations
@@ -15,11 +19,25 @@ from contextlib import contextmanager
 
 _received = threading.Event()
 _received_deferred = threading.Event()
+_signum = [signal.SIGINT]  # the last signal that stopped (or will stop) the command
+# the signals that stop a command as a Ctrl-C does (those this platform has)
+SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
 
 
 def _on_sigint(signum, frame):
+    _signum[0] = signum
     _received.set()
     raise KeyboardInterrupt
+
+
+def signal_number() -> int:
+    """The signal behind the last interrupt (SIGINT unless SIGTERM or SIGHUP stopped the command)."""
+    return int(_signum[0])
+
+
+def _handled(signum) -> bool:
+    """Whether ffopt takes this signal over: not where it is ignored (``nohup``, a background job's SIGINT)."""
+    return signal.getsignal(signum) is not signal.SIG_IGN
 
 
 def _in_main_thread() -> bool:
@@ -28,17 +46,19 @@ def _in_main_thread() -> bool:
 
 @contextmanager
 def catch_interrupts():
-    """Record SIGINT (and raise KeyboardInterrupt as usual) inside the block; no-op where SIGINT is
-    ignored. The record is cleared when the block ends."""
+    """Record SIGINT, SIGTERM and SIGHUP (and raise KeyboardInterrupt for each) inside the block; a signal
+    that is ignored stays ignored. The record is cleared when the block ends."""
     _received.clear()
-    if not _in_main_thread() or signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    _signum[0] = signal.SIGINT
+    if not _in_main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGINT, _on_sigint)
+    previous = {s: signal.signal(s, _on_sigint) for s in SIGNALS if _handled(s)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for s, handler in previous.items():
+            signal.signal(s, handler)
         _received.clear()
 
 
@@ -55,29 +75,37 @@ def check() -> None:
 
 
 def _on_sigint_deferred(signum, frame):
+    _signum[0] = signum
     _received_deferred.set()
 
 
 @contextmanager
 def deferred():
-    """Hold a Ctrl-C until the block ends: inside, SIGINT only sets a flag (``received()``); at the
-    end of the block KeyboardInterrupt is raised. For a few renames that must not stop half-way,
-    and for solvers that call back into Python and cannot stop cleanly inside a callback (cyipopt
-    then hands IPOPT unset arrays): their iteration callback returns ``not received()``.
+    """Hold a Ctrl-C (or SIGTERM, SIGHUP) until the block ends: inside, the signal only sets a flag
+    (``received()``); at the end of the block KeyboardInterrupt is raised. For a few renames that must
+    not stop half-way, and for solvers that call back into Python and cannot stop cleanly inside a
+    callback (cyipopt then hands IPOPT unset arrays): their iteration callback returns ``not received()``.
 
     (Blocking the signal with pthread_sigmask is not enough: it only holds it for the calling
     thread, and the BLAS threads would take it.)"""
-    previous = signal.getsignal(signal.SIGINT)
-    if not _in_main_thread() or not callable(previous):  # SIG_IGN / SIG_DFL: nothing to hold
+    if not _in_main_thread():
+        yield
+        return
+    previous = {s: signal.getsignal(s) for s in SIGNALS}
+    held = [s for s, handler in previous.items() if callable(handler)]  # SIG_IGN / SIG_DFL: nothing to hold
+    if not held:
         yield
         return
     _received_deferred.clear()
-    signal.signal(signal.SIGINT, _on_sigint_deferred)
+    for s in held:
+        signal.signal(s, _on_sigint_deferred)
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for s in held:
+            signal.signal(s, previous[s])
         if _received_deferred.is_set():
             _received_deferred.clear()
-            previous(signal.SIGINT, None)  # the held Ctrl-C, delivered to whoever handled it before
+            signum = _signum[0]
+            previous[signum](signum, None)  # the held signal, delivered to whoever handled it before
             raise KeyboardInterrupt  # if that handler only recorded it

@@ -3,7 +3,7 @@
 
 Every error is one line on stderr. Exit codes: 0 ok (a plan: verified), 1 solver failure (SolverError,
 VerificationError), 2 bad input (ProblemError, PathError, OutputError, command-line errors), 3 a plan
-written but missing its verification tolerance (during the move or after the table), 130 interrupted (Ctrl-C, in every stage; no partial or temporary folder is left).
+written but missing its verification tolerance (during the move or after the table), 130 interrupted (Ctrl-C, in every stage; no partial or temporary folder is left), 143 / 129 stopped by SIGTERM / SIGHUP (the same).
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ EXIT_CODES_HELP = """exit codes:
        [verification] tolerance_mm during the move or after the table (the line "MISSED
        TOLERANCE" names the case, the time and the likely cause; summary.json: status)
   130  interrupted (Ctrl-C) in any stage; no partial or temporary folder is left
+  143  stopped by SIGTERM (timeout, a job scheduler, a container stop), 129 by SIGHUP: as
+       for Ctrl-C, nothing partial is left and a sweep's finished runs are in its table
 """
 
 BDF_FAMILY = ("bdf", "hi", "dd", "dd43", "dd44", "dd48", "dd49", "km", "dc")
@@ -234,8 +236,11 @@ def main(argv=None) -> int:
 
 
 def _interrupted() -> int:
-    print("ffopt: interrupted", file=sys.stderr)
-    return EXIT_INTERRUPTED
+    """One line and the shell's convention 128 + the signal's number (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP)."""
+    signum = interrupt.signal_number()
+    name = {int(s): s.name for s in interrupt.SIGNALS}.get(signum, str(signum))
+    print("ffopt: interrupted" if name == "SIGINT" else f"ffopt: stopped by {name}", file=sys.stderr)
+    return 128 + signum  # EXIT_INTERRUPTED for SIGINT
 
 
 if __name__ == "__main__":

@@ -200,15 +200,35 @@ def run_sweep(sweep: Sweep | str | Path, out: str | Path, workers: int | None = 
     todo = [r for r in sweep.runs if r.run_id not in before or (retry_failed and r.run_id in failed_before)]
     report = SweepReport(out, len(sweep.runs), skipped_ok=len(before) - len(failed_before),
                          skipped_failed=0 if retry_failed else len(failed_before))
+    table = _TableRefresh(lambda: store.write_table(out, sweep.text, ids))
     try:
         if todo:
-            _run(sweep, todo, out, workers, scheduler, task, report, say)
-    finally:  # also on Ctrl-C: the table of what finished
-        store.write_table(out, sweep.text, ids)
+            _run(sweep, todo, out, workers, scheduler, task, report, say, table)
+    finally:  # also on Ctrl-C, SIGTERM or SIGHUP: the table of what finished
+        table.write()
     return report
 
 
-def _run(sweep, todo, out, workers, scheduler, task, report, say) -> None:
+class _TableRefresh:
+    """results.parquet assembled again while the sweep runs, so that it holds the finished runs even after a
+    SIGKILL or a crash of the client: at most every ``interval_s``, and never more than a tenth of the time
+    (the assembly reads every row file)."""
+
+    def __init__(self, write, interval_s: float = 5.0):
+        self._write, self.interval_s = write, interval_s
+        self.last, self.cost = time.perf_counter(), 0.0
+
+    def write(self) -> None:
+        tic = time.perf_counter()
+        self._write()
+        self.last, self.cost = time.perf_counter(), time.perf_counter() - tic
+
+    def maybe(self) -> None:
+        if time.perf_counter() - self.last >= max(self.interval_s, 10 * self.cost):
+            self.write()
+
+
+def _run(sweep, todo, out, workers, scheduler, task, report, say, table) -> None:
     from distributed import as_completed
 
     tic = time.perf_counter()
@@ -229,6 +249,7 @@ def _run(sweep, todo, out, workers, scheduler, task, report, say) -> None:
             future.release()
             _commit(out, outcome, report)
             progress.update(outcome["row"]["status"] != "failed", outcome["row"]["status"] == "missed_tolerance")
+            table.maybe()
         report.wall_s = time.perf_counter() - t0
 
 

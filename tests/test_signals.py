@@ -1,0 +1,113 @@
+"""SIGTERM (timeout, job schedulers, container stops) and SIGHUP (a closed terminal) stop ffopt as a Ctrl-C
+does: one line, exit 128 + the signal's number (143, 129), no partial or temporary folder, a sweep's
+finished runs in its table at once, no worker process left behind."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from ffopt import interrupt
+from ffopt.cli.main import main
+from ffopt.sweep import store
+
+ROOT = Path(__file__).resolve().parents[1]
+STOPS = [(signal.SIGTERM, 143, "ffopt: stopped by SIGTERM"), (signal.SIGHUP, 129, "ffopt: stopped by SIGHUP")]
+
+
+@pytest.mark.parametrize("signum, code, line", STOPS, ids=["SIGTERM", "SIGHUP"])
+def test_a_signal_while_the_files_are_written_leaves_no_temporary_folder(tmp_path, monkeypatch, capsys, signum, code,
+                                                                         line):
+    """The signal arrives while the plots are drawn into the temporary folder beside --out."""
+    def signalled_plots(*args, **kwargs):
+        os.kill(os.getpid(), signum)
+        time.sleep(1)
+        raise AssertionError(f"{signum!r} did not stop the plan")
+
+    monkeypatch.setattr("ffopt.io.plots.write_plots", signalled_plots)
+    out = tmp_path / "res"
+    argv = ["plan", str(ROOT / "problems" / "e1_simplified.toml"), "--out", str(out), "--quiet", "--no-verify"]
+    assert main(argv) == code
+    assert capsys.readouterr().err.strip().splitlines()[-1] == line
+    assert list(tmp_path.iterdir()) == []
+    assert not interrupt.received()
+    assert signal.getsignal(signum) in (signal.SIG_DFL, signal.SIG_IGN)  # handed back as it was
+
+
+def test_a_signal_inside_a_deferred_block_is_held_until_it_ends(monkeypatch):
+    with interrupt.catch_interrupts():
+        with pytest.raises(KeyboardInterrupt):
+            with interrupt.deferred():
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(0.1)
+                done = True  # the block was not cut short
+        assert done and interrupt.signal_number() == signal.SIGTERM
+
+
+def _ffopt(*args):
+    return [sys.executable, "-m", "ffopt.cli.main", *args]
+
+
+def _signal_when(cmd, text, signum, cwd, group=False):
+    """Run ffopt, send ``signum`` when ``text`` appears on its stderr (to its process group with ``group``, as
+    ``timeout`` does); returns (exit code, stderr)."""
+    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, cwd=cwd,
+                            start_new_session=True)
+    seen = []
+    try:
+        for line in proc.stderr:
+            seen.append(line)
+            if text in line:
+                os.killpg(proc.pid, signum) if group else proc.send_signal(signum)
+                break
+        seen.append(proc.stderr.read())
+        proc.wait(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    return proc.returncode, "".join(seen), proc.pid
+
+
+def test_sigterm_in_a_real_plan_exits_143_and_writes_nothing(tmp_path):
+    code, err, _ = _signal_when(_ffopt("plan", str(ROOT / "problems" / "e12_line.toml"), "--out", "res"), "verifying",
+                                signal.SIGTERM, tmp_path)
+    assert code == 143, err
+    assert err.strip().splitlines()[-1] == "ffopt: stopped by SIGTERM" and "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_sigterm_to_a_sweeps_process_group_keeps_its_finished_runs_in_the_table(tmp_path):
+    (tmp_path / "sweep.toml").write_text(f"""problem = "{ROOT / 'problems' / 'e1_complete.toml'}"
+[plan]
+verify = false
+compile = false
+plots = false
+[[runs]]
+[runs.parameters]
+"model.joints.q2.damping" = {{ linspace = [500.0, 1500.0, 40] }}
+""")
+    cmd = _ffopt("sweep", "sweep.toml", "--out", "out", "--workers", "1")
+    code, err, pid = _signal_when(cmd, "runs: ", signal.SIGTERM, tmp_path, group=True)
+    assert code == 143, err
+    assert err.strip().splitlines()[-1] == "ffopt: stopped by SIGTERM" and "Traceback" not in err
+    out = tmp_path / "out"
+    finished = store.row_files(out)
+    table = pq.read_table(out / store.TABLE).to_pandas()  # at once, without a rerun
+    assert len(finished) >= 1 and sorted(table["run_id"]) == sorted(finished)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.2)
+    else:
+        raise AssertionError("a process of the sweep outlived it")
+    assert not [p for p in tmp_path.rglob("*") if ".ffopt-tmp-" in p.name or p.name.startswith(".tmp-")]

@@ -30,6 +30,14 @@ CFLAGS = ("-O2", "-shared", "-fPIC")
 CFLAGS_QUICK = ("-O0", "-shared", "-fPIC")
 COMPILE_MODES = ("tiered", "sync", "quick")
 _STALE_BUILD_S = 900  # a background build's marker older than this is from a build that died
+# Bounds of every gcc ffopt starts (a huge model's generated code, e.g. 50 joints: 10 MB of C, made gcc -O2
+# run past 15 minutes and 5.7 GB): a source larger than the limit is not compiled (the virtual machine runs
+# it, as without a compiler), and the compiler's CPU time and address space are capped (ulimit -t / -v).
+# A background build ends at its caps at the latest, also after the plan that started it has ended.
+MAX_SOURCE_BYTES = {"-O2": 4_000_000, "-O0": 12_000_000}  # UR5 BDF step: 1.1 MB (gcc -O2 14.7 s CPU)
+COMPILER_CPU_S = 600
+COMPILER_MEMORY_BYTES = 4 << 30
+_LIMITS = f"ulimit -t {COMPILER_CPU_S}; ulimit -v {COMPILER_MEMORY_BYTES >> 10}; "  # sh: before the compiler
 
 
 def compiler() -> str:
@@ -126,14 +134,26 @@ def compile_library(functions, so_path: Path, extra_source: str = "", flags=CFLA
         fd, tmp_so = tempfile.mkstemp(dir=so_path.parent, prefix=".tmp_lib_", suffix=".so")
         os.close(fd)
         try:
+            check_source_size(Path(c_file), flags)
             cmd = [cc, *flags, "-o", tmp_so, c_file, "-lm"]
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+            # killed on Ctrl-C / SIGTERM too (subprocess.run kills its child on KeyboardInterrupt)
+            proc = subprocess.run(["sh", "-c", _LIMITS + 'exec "$0" "$@"', *cmd], capture_output=True, text=True,
+                                  timeout=COMPILER_CPU_S)
             if proc.returncode != 0:
                 raise OSError(f"{' '.join(cmd)}: {proc.stderr.strip()}")
             os.replace(tmp_so, so_path)
         finally:
             if os.path.exists(tmp_so):
                 os.remove(tmp_so)
+
+
+def check_source_size(c_file: Path, flags=CFLAGS) -> None:
+    """Raise OSError if ``c_file`` is too large to compile with ``flags`` within ffopt's bounds."""
+    level = flags[0] if flags and flags[0] in MAX_SOURCE_BYTES else "-O2"
+    size = c_file.stat().st_size
+    if size > MAX_SOURCE_BYTES[level]:
+        raise OSError(f"the generated C code ({size / 1e6:.1f} MB) is above the {MAX_SOURCE_BYTES[level] / 1e6:g} MB "
+                      f"that ffopt compiles with {level} (a model this large would keep gcc busy for many minutes)")
 
 
 def _building(folder: Path) -> bool:
@@ -153,9 +173,15 @@ def build_in_background(c_file: Path, so_path: Path, flags=CFLAGS) -> None:
     removed after). One background build per cache folder at a time (marker files, stale after 15 min): a
     burst of new models (a sweep, a test session) would otherwise start a gcc -O2 for each, 2-15 s of CPU
     apiece, competing with the plans themselves; a model whose build was skipped is built by a later plan
-    (its C source stays beside the -O0 library until then)."""
+    (its C source stays beside the -O0 library until then). The build is detached (a later plan uses it) but
+    bounded: COMPILER_CPU_S of CPU and COMPILER_MEMORY_BYTES of address space, and a source above
+    MAX_SOURCE_BYTES is not built at all."""
     marker = so_path.with_suffix(".building")
     if so_path.exists() or _building(so_path.parent):
+        return
+    try:
+        check_source_size(c_file, flags)
+    except OSError:  # too large: the model keeps running where it runs now (the VM or -O0)
         return
     marker.touch()
     tmp = so_path.parent / f".tmp_lib_{os.getpid()}_{time.monotonic_ns()}.so"
@@ -164,7 +190,7 @@ def build_in_background(c_file: Path, so_path: Path, flags=CFLAGS) -> None:
     cmd = " ".join([q(shutil.which(compiler()) or compiler()), *flags, "-o", q(str(tmp)), q(str(c_file)), "-lm"])
     # done: the library in place, the source removed; failed: the compiler's message in <library>.failed
     # (build_failure), which the next run reports instead of waiting for a library that will not come
-    script = (f"if {cmd} 2> {q(str(err))}; then mv -f {q(str(tmp))} {q(str(so_path))}; rm -f {q(str(c_file))}; "
+    script = (f"{_LIMITS}if {cmd} 2> {q(str(err))}; then mv -f {q(str(tmp))} {q(str(so_path))}; rm -f {q(str(c_file))}; "
               f"else mv -f {q(str(err))} {q(str(so_path.with_suffix('.failed')))}; fi; "
               f"rm -f {q(str(tmp))} {q(str(err))} {q(str(marker))}")
     subprocess.Popen(["sh", "-c", script], start_new_session=True, stdin=subprocess.DEVNULL,

@@ -111,3 +111,21 @@ plots = false
     else:
         raise AssertionError("a process of the sweep outlived it")
     assert not [p for p in tmp_path.rglob("*") if ".ffopt-tmp-" in p.name or p.name.startswith(".tmp-")]
+
+
+def test_compilers_are_bounded_and_a_huge_source_is_not_compiled(tmp_path, monkeypatch):
+    """A background -O2 build outlives the plan that started it: it runs under CPU-time and memory caps, and
+    a source too large to compile in minutes is not built at all (the model stays in the virtual machine)."""
+    from ffopt import codegen
+
+    started = []
+    monkeypatch.setattr(codegen.subprocess, "Popen", lambda cmd, **kw: started.append(cmd))
+    big, small = tmp_path / "big.c", tmp_path / "small.c"
+    big.write_bytes(b" " * (codegen.MAX_SOURCE_BYTES["-O2"] + 1))
+    small.write_text("int f(void) { return 1; }\n")
+    codegen.build_in_background(big, tmp_path / "big.so")
+    assert started == [] and not list(tmp_path.glob("*.building"))
+    codegen.build_in_background(small, tmp_path / "small.so")
+    assert len(started) == 1 and f"ulimit -t {codegen.COMPILER_CPU_S}; ulimit -v " in started[0][-1]
+    with pytest.raises(OSError, match=r"generated C code \(4.0 MB\) is above the 4 MB"):
+        codegen.check_source_size(big)

@@ -344,16 +344,23 @@ def _planned_robot_note(plan, problem: Problem) -> str | None:
             f"is designed on, and the nominal plant is, {problem.source}'s robot")
 
 
+def _read_npz(path: Path) -> dict[str, np.ndarray]:
+    import zipfile
+
+    try:
+        with np.load(path) as f:
+            return {k: np.asarray(f[k], float) for k in f.files if k not in ("columns", "units", "meanings")}
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as err:
+        raise ProblemError(f"{path}: cannot read it ({' '.join(str(err).split())[:200]}); plan again with ffopt "
+                           "plan") from None
+
+
 def _saved_trajectory(saved, problem: Problem) -> Trajectory:
     """The plan's arrays from trajectory.npz (exact doubles) or else trajectory.csv (12 digits)."""
     model = problem.model
     L = model.layout
     npz = saved.folder / "trajectory.npz"
-    if npz.is_file():
-        with np.load(npz) as f:
-            data = {k: np.asarray(f[k], float) for k in f.files if k not in ("columns", "units", "meanings")}
-    else:
-        data = saved.data
+    data = _read_npz(npz) if npz.is_file() else saved.data
     joints = [j.name for j in model.chain.joints]
     links = model.coordinate_names()[:L.n_link]
     gear = [joints[i] for i in L.gear]
@@ -365,10 +372,15 @@ def _saved_trajectory(saved, problem: Problem) -> Trajectory:
         tool = np.column_stack([data[f"tool_{c}_mm"] for c in "xyz"]) / 1000.0
         y_ref = np.column_stack([data[f"ref_{o}_mm"] / 1000.0 if o in LENGTH_OUTPUTS else data[f"ref_{o}"]
                                  for o in problem.outputs])
+        t = data["t"]
+        if len(t) == 0 or any(len(c) != len(t) for c in (q, v, u, tool, y_ref)):
+            raise ValueError("columns of different lengths")
     except KeyError as err:
         raise ProblemError(f"{saved.folder}: the plan has no column {err.args[0]!r} (written by another ffopt "
                            "version, or edited); plan again with ffopt plan") from None
-    t = data["t"]
+    except ValueError:
+        raise ProblemError(f"{saved.folder}: the plan's columns are empty or of different lengths (a damaged "
+                           "trajectory file); plan again with ffopt plan") from None
     units = {c["name"]: c["unit"] for c in saved.summary.get("columns", [])}
     motor = L.motor_of_input
     return Trajectory(t=t, u=u, q=q, v=v, a=np.full_like(q, np.nan), qm=q[:, motor], dqm=v[:, motor], y_ref=y_ref,

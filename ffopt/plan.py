@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import platform
 import sys
+import os
 import threading
 import time
 from dataclasses import dataclass, field, replace
@@ -13,6 +14,7 @@ import numpy as np
 
 from ffopt.errors import PathError, ProblemError, SolverError, VerificationError
 from ffopt.io.problem import METHODS, Problem, load_problem
+from ffopt.progress import heartbeat
 from ffopt.trajectory import Trajectory
 
 # Moberg & Hanssen's solver family (dd: the production dummy-derivative route; the rest: ffopt.replication)
@@ -288,6 +290,7 @@ def _plan(problem, method, order, step, form, scaling_power, verify, compile, pr
     qa_check = rigid_inverse_kinematics(model, reference, t_check, guess)
     check_joint_limits(problem.chain, t_check, qa_check)
     check_joint_speeds(problem, t_check, qa_check)
+    standstill = _warn_standstill(problem, reference.evaluate(t_check), say)
     timings["path_check"] = time.perf_counter() - tic
 
     tic = time.perf_counter()
@@ -300,6 +303,7 @@ def _plan(problem, method, order, step, form, scaling_power, verify, compile, pr
         traj = _solve(problem, say, compile)
         method_choice = {"requested": s.method, "chosen": s.method, "reason": "set by the user"}
     timings["inverse_dynamics"] = time.perf_counter() - tic
+    _check_gear_windup(problem, traj)
     if s.end_at_rest:
         tic = time.perf_counter()
         problem, traj = _end_at_rest(problem, traj, method_choice, say, compile)
@@ -307,6 +311,8 @@ def _plan(problem, method, order, step, form, scaling_power, verify, compile, pr
             problem, traj = _robust_rest(problem, traj, method_choice, say, compile)
         model, reference = problem.model, problem.reference
         timings["rest_to_rest"] = time.perf_counter() - tic
+    if standstill:
+        traj.stats.setdefault("warnings", []).append(standstill)
     _warn_unresolved_friction(problem, traj, say)
     _warn_inverse_singularity(problem, traj, say)
     _warn_urdf_limits(problem, traj, say)
@@ -319,8 +325,9 @@ def _plan(problem, method, order, step, form, scaling_power, verify, compile, pr
         tic = time.perf_counter()
         say("verifying: forward simulation open loop and with motor PD"
             + (", baselines, payload mismatch" if cases == "full" else ""))
-        report = run_verification(model, reference, traj, problem.verification, guess, cases=cases,
-                                  hold=traj.stats.get("hold", "linear"), progress=say, compile=compile)
+        with heartbeat(say, lambda elapsed: f"verifying: {elapsed:.0f} s"):  # between its stages' own lines
+            report = run_verification(model, reference, traj, problem.verification, guess, cases=cases,
+                                      hold=traj.stats.get("hold", "linear"), progress=say, compile=compile)
         timings["verification"] = time.perf_counter() - tic
         _explain_ringing(report, method_choice.get("rest_to_rest"))
     settings = {"method": s.method, "order": s.order, "step_s": s.step, "form": s.form,
@@ -512,6 +519,39 @@ def _unshapeable(problem: Problem, traj) -> str | None:
     return None
 
 
+def _warn_standstill(problem: Problem, y: np.ndarray, say) -> str | None:
+    """A path whose outputs never move (start == end): the plan holds the arm still. Said, since a user rarely
+    means it; returns the warning (for summary.json's solver.warnings) or None."""
+    if not (y.size and np.all(np.ptp(y, axis=0) == 0.0)):
+        return None
+    msg = (f"{problem.source}: reference: the path's start and end are the same and it never moves, so the plan "
+           "holds the arm still (a standstill plan); check reference.start_mm / end_mm (or q_start_rad / q_end_rad)")
+    say(f"warning: {msg}")
+    return msg
+
+
+# a gear whose motor turns this far from its link (rad) is not a gear: real ones deflect a few degrees
+MAX_GEAR_DEFLECTION_RAD = np.pi
+
+
+def _check_gear_windup(problem: Problem, traj) -> None:
+    """Refuse a plan in which an elastic gear winds up more than half a turn (stiffness 1e-3 N m/rad wound the
+    motor to -35161 rad, and the verification then blamed vibration after the move)."""
+    if problem.flexible_links:  # its coordinates interleave the links' modes with the joint angles
+        return
+    L = problem.model.layout
+    names = [j.name for j in problem.chain.joints]
+    for k, link in enumerate(L.gear):
+        deflection = np.abs(traj.q[:, L.n_link + k] - traj.q[:, link])
+        if deflection.size and not np.all(deflection <= MAX_GEAR_DEFLECTION_RAD):
+            i = int(np.nanargmax(np.where(np.isfinite(deflection), deflection, np.inf)))
+            joint = problem.chain.joints[link]
+            raise ProblemError(f"{problem.source}: model.joints.{names[link]}.stiffness: the plan winds the motor of "
+                               f"{names[link]!r} {deflection[i]:.4g} rad away from its link (t = {traj.t[i]:.4g} s; a "
+                               f"gear deflects a few degrees): {joint.stiffness:.4g} N m/rad is far too soft for the "
+                               "torques of this move; check the value and its unit (N m/rad, arm side)")
+
+
 def _warn_unresolved_friction(problem: Problem, traj, say) -> None:
     """Link-side Coulomb friction switching faster than the grid (ffopt.sim.friction_check): say it and
     keep it in summary.json (solver.warnings)."""
@@ -585,7 +625,8 @@ def _solve(problem: Problem, say, compile: bool, hint: bool = True):
             say(f"warning: form I3 with h = {s.step * 1e3:g} ms < {i3_min_step * 1e3:g} ms amplifies roundoff in "
                 "u; use form I1")
         try:
-            traj = solve_inverse_bdf(model, reference, s.order, s.step, s.form, s.scaling_power, guess, compile)
+            with heartbeat(say, lambda elapsed: f"solving the inverse dynamics: {elapsed:.0f} s"):  # one long call
+                traj = solve_inverse_bdf(model, reference, s.order, s.step, s.form, s.scaling_power, guess, compile)
         except SolverError as err:
             if not hint:
                 raise
@@ -694,6 +735,55 @@ def _with_nlp_limits(problem: Problem, max_iter: int | None, max_time: float | N
     return problem
 
 
+# Memory a plan holds per row of its time grid and per coordinate of the model (link and motor angles): the
+# BDF history and diagnostics, the trajectory's arrays, the verification's simulations. Measured on the
+# two-link arm (4 coordinates): 1e5 rows, 477 MB peak, 100 MB of it the process itself.
+BYTES_PER_ROW_AND_COORDINATE = 1024
+MEMORY_SHARE = 0.5  # of the memory available when the plan starts
+
+
+def _finest_step(problem: Problem) -> float:
+    s = problem.solver
+    return min(s.step, problem.nlp.step) if s.method in ("nlp", "auto") and problem.nlp.step else s.step
+
+
+def plan_size(problem: Problem) -> tuple[int, float]:
+    """(rows of the finest time grid, estimated bytes) of planning and verifying ``problem``."""
+    step = _finest_step(problem)
+    rows = int(min(problem.reference.t_end / step, 1e18)) + 1
+    coordinates = len(problem.model.coordinate_names())
+    return rows, float(rows) * coordinates * BYTES_PER_ROW_AND_COORDINATE
+
+
+def available_memory() -> float | None:
+    """Bytes of memory available to a new allocation (MemAvailable), None where unknown."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return float(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return float(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _check_plan_size(problem: Problem) -> None:
+    """Refuse a time grid whose arrays would not fit in memory (step 1e-12 s asked for 6 TiB; a 1e4 s move at
+    1 ms ran BDF for 74 s and then failed allocating), before anything is allocated."""
+    rows, need = plan_size(problem)
+    have = available_memory()
+    if have is None or need <= MEMORY_SHARE * have:
+        return
+    step = _finest_step(problem)
+    raise ProblemError(f"{problem.source}: solver.step / reference.duration: {problem.reference.t_end:.4g} s of plan at "
+                       f"a step of {step:.3g} s is {rows:.3g} rows; planning and verifying them needs about "
+                       f"{need / 2**30:.3g} GiB, more than half the {have / 2**30:.3g} GiB of memory available: use a "
+                       "larger step (--step) or a shorter move")
+
+
 def _check_settings(problem: Problem) -> None:
     s = problem.solver
     if s.method in MOBERG_HANSSEN_METHODS and any(j.electrics is not None for j in problem.chain.joints):
@@ -710,6 +800,7 @@ def _check_settings(problem: Problem) -> None:
                                f"{problem.source}: output.sample_time (with nlp.step)")
     if not 1 <= s.order <= 6:
         raise ProblemError(f"solver.order: must be 1..6 (BDF is unstable beyond 6), got {s.order}")
+    _check_plan_size(problem)
     if s.step <= 0 or s.step > problem.reference_spec.duration / 4:
         raise ProblemError(f"solver.step: must be in (0, duration/4 = {problem.reference_spec.duration / 4:g}] s, "
                            f"got {s.step:g}")

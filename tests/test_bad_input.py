@@ -18,7 +18,7 @@ from ffopt.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[1]
 BASES = {name: tomllib.loads((ROOT / "problems" / f"{name}.toml").read_text())
-         for name in ("e1_simplified", "e12_line", "e1_nmp")}
+         for name in ("e1_simplified", "e12_line", "e1_nmp", "two_link_elastic")}
 PLAN = ["plan", "{problem}", "--out", "{out}", "--quiet", "--no-plots"]
 
 
@@ -167,6 +167,36 @@ CASES = [
          argv=["analyze", "{problem}", "--json", "{work}/mine.json"]),
     Case("analyze-json-folder", ("is a folder",), setup=_user_folder("reports", "a.txt"),
          argv=["analyze", "{problem}", "--json", "{work}/reports"]),
+    # --- plausibility: values that pass the schema but no arm has (each made the solvers fail, crash or pass)
+    Case("motor-inertia-1e308", ("bad.toml", "model.joints[1].motor_inertia", "more than 1e+06 times the links"),
+         _set("model.joints.0.motor_inertia", 1e308), base="two_link_elastic"),
+    Case("massless-last-link", ("bad.toml", "model.joints[2].mass", "joint 'j2' moves no mass", "singular"),
+         lambda d: _set("model.joints.1.mass", 0.0)(d) or _set("model.joints.1.inertia_diag", [0.0] * 3)(d),
+         base="two_link_elastic"),
+    Case("export-massless-last-link", ("bad.toml", "model.joints[2].mass", "moves no mass"),
+         lambda d: _set("model.joints.1.mass", 0.0)(d) or _set("model.joints.1.inertia_diag", [0.0] * 3)(d),
+         base="two_link_elastic", argv=["export", "{problem}", "--out", "{out}"]),
+    Case("gear-ratio-1e12", ("bad.toml", "model.joints[1].gear_ratio", "1e+12 is beyond any robot gear"),
+         lambda d: _delete("model.joints.0.motor_inertia")(d) or _set("model.joints.0.gear_ratio", 1e12)(d)
+         or _set("model.joints.0.rotor_inertia", 1e-4)(d), base="two_link_elastic"),
+    Case("tolerance-beyond-reach", ("bad.toml", "verification.tolerance_mm", "more than the arm's reach"),
+         _set("verification.tolerance_mm", 1e308), base="two_link_elastic"),
+    Case("stiffness-1e15", ("bad.toml", "model.joints[1].stiffness", "Hz mode", "kind = \"direct\""),
+         _set("model.joints.0.stiffness", 1e15), base="two_link_elastic"),
+    Case("mass-1e300", ("bad.toml", "model.joints[1].mass", "beyond any robot arm's link"),
+         _set("model.joints.0.mass", 1e300), base="two_link_elastic"),
+    Case("stiffness-1e-3-winds-the-motor", ("bad.toml", "model.joints.j1.stiffness", "winds the motor", "too soft"),
+         _set("model.joints.0.stiffness", 1e-3), base="two_link_elastic", extra=("--no-verify",)),
+    Case("duration-1e4", ("bad.toml", "solver.step / reference.duration", "GiB", "larger step"),
+         _set("reference.duration", 1e4), base="two_link_elastic"),
+    Case("step-1e-12", ("solver.step / reference.duration", "1.12e+12 rows"), base="two_link_elastic",
+         extra=("--step", "1e-12")),
+    Case("arc-through-one-point", ("bad.toml", "reference.start_mm, via_mm, end_mm", "coincide"),
+         _set("reference", {"kind": "arc", "start_mm": [-105.7, -1011.5], "via_mm": [-105.7, -1011.5],
+                            "end_mm": [-105.7, -1011.5], "duration": 0.767, "joint_guess": [0.962, 1.771]}),
+         base="two_link_elastic"),
+    Case("joint-guess-at-a-singularity", ("bad.toml", "reference.joint_guess", "singular configuration"),
+         _set("reference.joint_guess", [0.962, 0.0]), base="two_link_elastic"),
     # --- solver failures: exit 1, with the time instant and what to try
     Case("bdf-cannot-follow", ("did not converge at t = ", "Try"), base="e12_line", extra=("--step", "0.02", "--form", "I3"), code=1),
     Case("non-minimum-phase-bdf", ("did not converge at t = ", "non-minimum phase", "--method nlp"), base="e1_nmp",
@@ -219,3 +249,47 @@ def test_options_for_a_method_that_chooses_its_solver_are_all_accepted():
     with pytest.raises(Exception, match="--backend does not apply to method bdf"):
         check_plan_options(SimpleNamespace(**{**vars(args), "method": "bdf", "order": None, "form": None,
                                               "scaling_power": None}), problem)
+
+
+def test_a_standstill_path_is_planned_with_a_warning(tmp_path, capsys):
+    """start == end: the plan holds the arm still, and says so (exit 0)."""
+    data = copy.deepcopy(BASES["two_link_elastic"])
+    data["reference"]["end_mm"] = data["reference"]["start_mm"]
+    problem = tmp_path / "still.toml"
+    problem.write_text(toml_text(data))
+    assert main(["plan", str(problem), "--out", str(tmp_path / "res"), "--no-plots", "--no-verify"]) == 0
+    err = capsys.readouterr().err
+    assert "warning: " in err and "start and end are the same" in err and "standstill plan" in err
+    import json
+
+    summary = json.loads((tmp_path / "res" / "summary.json").read_text())
+    assert any("standstill plan" in w for w in json.dumps(summary).split('"') if w)
+
+
+def test_numerical_failures_that_slip_past_the_checks_are_one_line(monkeypatch, capsys):
+    """A LinAlgError or MemoryError from deep inside a solve is one line (exit 1 / 2), never a traceback."""
+    import numpy as np
+
+    def broken(args):
+        raise np.linalg.LinAlgError("SVD did not converge")
+
+    import ffopt.cli.main as cli
+
+    parser = cli.build_parser
+    monkeypatch.setattr(cli, "build_parser", lambda: _with_func(parser(), broken))
+    assert main(["plan", "x.toml", "--out", "y"]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "numerical failure (LinAlgError: SVD did not converge)" in err[0]
+
+    def no_memory(args):
+        raise MemoryError()
+
+    monkeypatch.setattr(cli, "build_parser", lambda: _with_func(parser(), no_memory))
+    assert main(["plan", "x.toml", "--out", "y"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "out of memory" in err[0] and "--step" in err[0]
+
+
+def _with_func(parser, func):
+    parser._subparsers._group_actions[0].choices["plan"].set_defaults(func=func)
+    return parser

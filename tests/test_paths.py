@@ -234,7 +234,7 @@ def _fail(d, needle):
     (dict(kind="polyline", points_mm=[[2146.0, -345.0], [2146.0, -345.0]], speed_mm_s=100.0),
      "reference.speed_mm_s: segment 1 has length 0"),
     (dict(kind="arc", start_mm=[1500.0, 0.0], via_mm=[1600.0, 100.0], end_mm=[1700.0, 200.0], duration=0.5),
-     "p.toml: reference: the arc's start, via and end points are collinear"),
+     "p.toml: reference.start_mm, via_mm, end_mm: the arc's start, via and end points are collinear"),
     (dict(kind="arc", start_mm=[1500.0, 0.0], center_mm=[1500.0, 300.0], duration=0.5),
      "reference.angle_deg: missing"),
     (dict(kind="arc", start_mm=[1500.0, 0.0], center_mm=[1500.0, 300.0], angle_deg=90.0, normal=[0, 0, 1],

@@ -88,7 +88,10 @@ def cmd_plan(args) -> int:
     except PathError as err:  # name the file whose [reference] cannot be followed
         raise PathError(f"{problem.source}: {err}" if not str(err).startswith(problem.source) else str(err)) from None
     interrupt.check()
-    out = result.save(args.out, plots=not args.no_plots, force=args.force)
+    from ffopt.progress import heartbeat
+
+    with heartbeat(say, lambda elapsed: f"writing the result files: {elapsed:.0f} s"):  # a long table's CSV, plots
+        out = result.save(args.out, plots=not args.no_plots, force=args.force)
     say(f"wrote {out}")
     print(summary_text(result))
     return plan_exit_code(result.verification)
@@ -229,10 +232,32 @@ def main(argv=None) -> int:
                 return _interrupted()
             print(f"ffopt: error: {err}", file=sys.stderr)
             return EXIT_SOLVER if isinstance(err, (SolverError, VerificationError)) else EXIT_INPUT
+        except MemoryError:
+            if interrupt.received():
+                return _interrupted()
+            print("ffopt: error: out of memory: the plan's time grid, the model or the sweep is too large for this "
+                  "machine; use a larger step (--step, solver.step), a shorter move or fewer runs", file=sys.stderr)
+            return EXIT_INPUT
+        except NUMERICAL_FAILURES as err:
+            if interrupt.received():
+                return _interrupted()
+            print(f"ffopt: error: numerical failure ({type(err).__name__}: {' '.join(str(err).split())[:200]}); the "
+                  "problem's numbers are likely beyond what its arm can mean: check masses, inertias, stiffnesses, "
+                  "gear ratios and the step (ffopt analyze PROBLEM shows the modes and zeros)", file=sys.stderr)
+            return EXIT_SOLVER
         except Exception:
             if interrupt.received():
                 return _interrupted()
             raise
+
+
+def _numerical_failures() -> tuple[type, ...]:
+    import numpy as np
+
+    return (np.linalg.LinAlgError, FloatingPointError, OverflowError, ZeroDivisionError)
+
+
+NUMERICAL_FAILURES = _numerical_failures()  # an extreme model that slipped past the checks: one line, exit 1
 
 
 def _interrupted() -> int:

@@ -25,6 +25,7 @@ from ffopt.io.electrics import check_electric_chain, parse_electrics
 from ffopt.io.flexible_links import parse_flexible_links
 from ffopt.io.joints import (_INERTIA_FIELDS, JOINT_NAME, JOINT_SCHEMA, _arm_side, _bearing, _check_joint_physics,
                              _inertia, _rotation, _unit)
+from ffopt.io.plausibility import check_plausible
 from ffopt.io.reference_spec import ReferenceSpec, parse_reference
 from ffopt.io.schema import Field, Validator, non_negative, positive
 from ffopt.io.urdf import UrdfChain, looks_like_urdf
@@ -363,7 +364,12 @@ class Problem:
     def reference(self):
         from ffopt.reference.build import reference_from_spec
 
-        return reference_from_spec(self.reference_spec, self.model)
+        try:
+            return reference_from_spec(self.reference_spec, self.model)
+        except ProblemError as err:  # the geometry's checks name the field; the message names the file too
+            if str(err).startswith(self.source):
+                raise
+            raise ProblemError(f"{self.source}: {err}") from None
 
     def with_solver(self, **changes) -> "Problem":
         changes = {k: v for k, v in changes.items() if v is not None}
@@ -447,6 +453,7 @@ def problem_from_dict(data: dict, source: str = "<memory>") -> Problem:
     ver = d["verification"]
     verification = VerificationSettings(**{**ver, "payload_scales": tuple(ver["payload_scales"])}) if ver \
         else VerificationSettings()
+    check_plausible(v, chain, data, verification, flexible)  # scales no robot has, before any solve
     nlp = _nlp_settings(v, d["nlp"], [chain.joints[i].name for i in chain.actuated], urdf)
     _check_drive_bounds(v, nlp, chain)
     output = OutputSettings(**d["output"]) if d["output"] else OutputSettings()

@@ -466,8 +466,11 @@ def _arc(v, r, out, law, chain):
         for key in ("via_mm", "end_mm"):
             if r[key] is None:
                 v.fail(f"reference.{key}", "missing: a three-point arc needs both via_mm and end_mm")
-        centre, normal, angle = circle_through(p0, _point(v, r, "via_mm", n) / 1000.0,
-                                               _point(v, r, "end_mm", n) / 1000.0)
+        try:
+            centre, normal, angle = circle_through(p0, _point(v, r, "via_mm", n) / 1000.0,
+                                                   _point(v, r, "end_mm", n) / 1000.0)
+        except ProblemError as err:  # the file and the fields the user gave
+            v.fail("reference.start_mm, via_mm, end_mm", str(err).removeprefix("reference: "))
         if n == 2:
             angle, normal = (angle if normal[2] > 0 else -angle), None
     else:

@@ -235,8 +235,9 @@ def circle_through(start, via, end) -> tuple[np.ndarray, np.ndarray, float]:
     A, B, C = (np.pad(np.asarray(x, float), (0, 3 - len(x))) for x in (start, via, end))
     ab, ac = B - A, C - A
     n = np.cross(ab, ac)
-    scale = max(np.linalg.norm(ab), np.linalg.norm(ac), 1e-300)
-    if np.linalg.norm(n) < 1e-9 * scale**2:
+    scale = max(np.linalg.norm(ab), np.linalg.norm(ac))
+    if min(np.linalg.norm(ab), np.linalg.norm(ac), np.linalg.norm(C - B)) <= 1e-12 * max(scale, 1e-300) or \
+            np.linalg.norm(n) < 1e-9 * scale**2:
         raise ProblemError("reference: the arc's start, via and end points are collinear or coincide; "
                            "no circle passes through them")
     # Circumcentre: A + (|ac|^2 (n x ab) + |ab|^2 (ac x n)) / (2 |n|^2)

@@ -192,7 +192,8 @@ def _check_path(kin: _RigidKinematics, reference, t: np.ndarray, guess):
     events = []  # (time, message): the earliest is raised
     n_ok = len(t) if fail is None else fail
     if fail is not None:
-        events.append((t[fail], _workspace_message(kin, t[fail], Y[fail], first=fail == 0)))
+        singular_guess = fail == 0 and guess is not None and _singular_guess_message(kin, s0)
+        events.append((t[fail], singular_guess or _workspace_message(kin, t[fail], Y[fail], first=fail == 0)))
     if n_ok:
         events += _singularities(kin, reference, t[:n_ok], Y[:n_ok], S[:n_ok])
         steps = np.abs(np.diff(S[:n_ok], axis=0)).max(axis=1) if n_ok > 1 else np.zeros(0)
@@ -331,6 +332,18 @@ def _workspace_message(kin, t, y, first) -> str:
     return (f"reference: the path leaves the workspace at {_at(kin, t, y)}: the rigid inverse kinematics "
             "has no solution there; shorten the path or move it towards the robot"
             + ("; or give reference.joint_guess near the start configuration" if first else ""))
+
+
+def _singular_guess_message(kin, s0: np.ndarray) -> str | None:
+    """Why Newton could not start: the joint_guess itself is a singular configuration (its Jacobian has lost
+    rank, so the first step has no direction), or None."""
+    J = np.asarray(kin.batch(kin.jac, s0[None, :])[0][0], float)
+    sigma = float(np.linalg.svd(J, compute_uv=False).min()) if J.size else np.inf
+    if not np.isfinite(sigma) or sigma >= kin.singular_below:
+        return None
+    return (f"reference.joint_guess: the guess is a singular configuration of the arm ({_configuration(kin, s0)}; the "
+            f"smallest singular value of the tool Jacobian is {sigma:.3g} m/rad), so the inverse kinematics cannot "
+            "start from it; give a guess away from it (e.g. with the elbow bent) near the start configuration")
 
 
 def _singular_message(kin, t, y, s, sigma) -> str:

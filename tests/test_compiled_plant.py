@@ -160,3 +160,25 @@ def test_a_heartbeat_speaks_while_its_block_runs_and_not_after():
     assert n >= 3 and len(lines) == n and all(line.startswith("busy ") for line in lines)
     with heartbeat(None, lambda elapsed: "never", every_s=0.01):
         time.sleep(0.03)
+
+
+def test_a_heartbeat_is_quiet_while_its_stage_speaks_and_nested_ones_do_not_double(capsys):
+    """The command line's printer records when it last spoke: a heartbeat speaks only after every_s of silence,
+    so an outer stage's heartbeat stays quiet while an inner one (or the stage itself) speaks, and no two lines
+    are ever more than every_s plus a tick apart."""
+    import time
+
+    from ffopt.cli.common import progress_printer
+    from ffopt.progress import TICK_S, heartbeat
+
+    say = progress_printer(False)
+    with heartbeat(say, lambda e: "outer", every_s=0.3):
+        with heartbeat(say, lambda e: "inner", every_s=0.2):
+            time.sleep(1.0)
+        time.sleep(0.8)
+    lines = capsys.readouterr().err.splitlines()
+    stamps = [float(line[1:8]) for line in lines]
+    assert all(line.endswith(("outer", "inner")) for line in lines)
+    assert sum(line.endswith("outer") for line in lines[:3]) == 0  # the inner one spoke all the first second
+    assert any(line.endswith("outer") for line in lines) and max(map(lambda a, b: b - a, [0.0] + stamps,
+                                                                     stamps + [1.8])) <= 0.3 + 2 * TICK_S + 0.1

@@ -47,8 +47,11 @@ def progress_printer(quiet: bool):
     def say(msg: str) -> None:
         interrupt.check()
         if not quiet:
-            print(f"[{time.perf_counter() - t0:7.2f} s] {msg}", file=sys.stderr, flush=True)
+            sys.stderr.write(f"[{time.perf_counter() - t0:7.2f} s] {msg}\n")  # one write: heartbeat threads print too
+            sys.stderr.flush()
+            say.last_said = time.perf_counter()  # read by ffopt.progress.heartbeat
 
+    say.last_said = None
     return say
 
 

@@ -36,6 +36,11 @@ class ConsoleProgress:
         self.end_live()
         self.print_line(msg)
 
+    @property
+    def last_said(self) -> float | None:
+        """When the wrapped printer last printed a line (``ffopt.progress.heartbeat`` reads it)."""
+        return getattr(self.print_line, "last_said", None)
+
     def end_live(self) -> None:
         """Keep the last live line and move to the next one."""
         if self._live_shown:

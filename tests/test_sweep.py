@@ -367,3 +367,37 @@ def test_a_worker_that_dies_during_the_start_up_check_is_not_diagnosed_as_a_miss
     assert "install ffopt" not in str(died.value)
     with pytest.raises(ProblemError, match="install ffopt in the workers' environment"):
         _check_workers(RefusingClient(), "tcp://example:8786")
+
+
+def test_an_absurd_grid_is_refused_before_it_is_expanded_unless_forced(tmp_path, capsys, monkeypatch):
+    """A 1000 x 1000 grid grew past 2.4 GB in silence while its million problems were built: now counted first
+    and refused in one line (exit 2) unless --force / max_runs=None; the problems are checked with progress
+    lines, and the sweep states its run count and a rough time before it starts."""
+    import time
+
+    from ffopt.cli.main import main
+    from ffopt.sweep import spec
+    from ffopt.sweep.runner import estimated_run_s
+
+    path = sweep_file(tmp_path, """
+[[runs]]
+name = "huge"
+[runs.parameters]
+"model.joints.q2.damping" = { linspace = [500.0, 1500.0, 1000] }
+"reference.duration" = { linspace = [0.3, 1.0, 1000] }
+""")
+    tic = time.perf_counter()
+    assert main(["sweep", str(path), "--out", str(tmp_path / "out")]) == 2
+    assert time.perf_counter() - tic < 5
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "runs: 1,000,000 runs (runs[1] 'huge': 1,000,000)" in err[0] and "--force" in err[0]
+    assert not (tmp_path / "out").exists()
+
+    small = sweep_file(tmp_path, '[[runs]]\n[runs.parameters]\n"reference.duration" = [0.2, 0.3, 0.4]\n', name="s.toml")
+    with pytest.raises(ProblemError, match="3 runs"):
+        load_sweep(small, max_runs=2)
+    monkeypatch.setattr(spec, "PROGRESS_S", 0.0)
+    lines = []
+    sweep = load_sweep(small, max_runs=None, progress=lines.append)
+    assert len(sweep.runs) == 3 and lines[-1] == "checking the runs' problems: 3 of 3"
+    assert 1.0 < estimated_run_s(sweep.runs[0].problem) < 60.0

@@ -26,7 +26,9 @@ def add_parsers(subparsers, epilog: str = ""):
                        help="address of a running Dask scheduler, e.g. tcp://10.0.0.5:8786 (its workers need the "
                             "same ffopt version)")
     s.add_argument("--retry-failed", action="store_true", help="also rerun the runs that failed before")
-    s.add_argument("--force", action="store_true", help="also write into an existing folder ffopt did not create")
+    s.add_argument("--force", action="store_true",
+                   help="also write into an existing folder ffopt did not create, and run a sweep of more than "
+                        "10000 runs (refused without it)")
     s.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     s.set_defaults(func=run_sweep)
 

@@ -26,8 +26,9 @@ from pathlib import Path
 import ffopt
 from ffopt import interrupt
 from ffopt.errors import FfoptError, ProblemError
+from ffopt.progress import heartbeat
 from ffopt.sweep import store
-from ffopt.sweep.spec import Run, Sweep, load_sweep
+from ffopt.sweep.spec import MAX_RUNS, Run, Sweep, load_sweep
 
 STRING_STATS = ("status", "strategy", "bdf_status", "backend", "tracking", "formulation")
 ALLOWED_FAILURES = 1  # a run whose worker dies is retried once elsewhere, then recorded as failed
@@ -190,9 +191,10 @@ def run_sweep(sweep: Sweep | str | Path, out: str | Path, workers: int | None = 
     ffopt installed, the same version); progress: called with one line of text; task: the function
     each worker calls with a run (default ``run_task``). Returns a SweepReport; the table is
     ``out/results.parquet`` (``read_results``)."""
-    sweep = sweep if isinstance(sweep, Sweep) else load_sweep(sweep)
-    out = Path(out).absolute()
     say = progress or (lambda line: None)
+    sweep = sweep if isinstance(sweep, Sweep) else load_sweep(sweep, max_runs=None if force else MAX_RUNS,
+                                                              progress=say)
+    out = Path(out).absolute()
     store.open_sweep_folder(out, sweep.text, force)
     ids = [r.run_id for r in sweep.runs]
     before = store.statuses(out, ids)
@@ -228,33 +230,51 @@ class _TableRefresh:
             self.write()
 
 
+# A run's time before any has run: the process's fixed cost plus the plan's rows x coordinates at the rate of a
+# BDF plan with its verification (two-link arm, 300 s at 1 ms: 18 s for 1.2e6 row-coordinates); the NLP ~10x.
+RUN_OVERHEAD_S = 2.0  # E1 complete with its rest-to-rest search: 2.3 s a run on a warm worker
+S_PER_ROW_COORDINATE = 1.5e-5
+
+
+def estimated_run_s(problem) -> float:
+    """A rough time of one run of ``problem`` (the ETA a sweep states before its first run ends)."""
+    from ffopt.plan import BYTES_PER_ROW_AND_COORDINATE, plan_size
+
+    row_coordinates = plan_size(problem)[1] / BYTES_PER_ROW_AND_COORDINATE
+    slower = 10.0 if problem.solver.method == "nlp" else 1.0
+    return RUN_OVERHEAD_S + slower * S_PER_ROW_COORDINATE * row_coordinates
+
+
 def _run(sweep, todo, out, workers, scheduler, task, report, say, table) -> None:
     from distributed import as_completed
 
     tic = time.perf_counter()
     n = workers or min(os.cpu_count() or 1, len(todo))
     say(f"{len(todo)} runs to do ({report.skipped_ok} finished before, {report.skipped_failed} failed before"
-        f"{' and not retried: --retry-failed reruns them' if report.skipped_failed else ''}); "
+        f"{' and not retried: --retry-failed reruns them' if report.skipped_failed else ''}), roughly "
+        f"{_duration(estimated_run_s(todo[0].problem) * len(todo) / n)} on {n} worker{'s' if n > 1 else ''} (from the "
+        "grid's size; the measured rate follows); "
         + (f"connecting to {scheduler}" if scheduler else f"starting a local Dask cluster of {n} worker processes"))
-    with _client(n, scheduler) as client:
+    with _client(n, scheduler, say) as client:
         report.workers = len(client.scheduler_info(n_workers=-1)["workers"])
         report.startup_s = time.perf_counter() - tic
         progress = _Progress(len(todo), say)
         futures = {client.submit(task, _task(sweep, run), key=f"ffopt-run-{run.run_id}-{uuid.uuid4().hex[:8]}",
                                  pure=False): run for run in todo}
         t0 = time.perf_counter()
-        for future in as_completed(futures):
-            run = futures.pop(future)
-            outcome = _outcome(future, run)
-            future.release()
-            _commit(out, outcome, report)
-            progress.update(outcome["row"]["status"] != "failed", outcome["row"]["status"] == "missed_tolerance")
-            table.maybe()
+        with heartbeat(say, lambda elapsed: progress.line()):  # runs longer than the progress interval
+            for future in as_completed(futures):
+                run = futures.pop(future)
+                outcome = _outcome(future, run)
+                future.release()
+                _commit(out, outcome, report)
+                progress.update(outcome["row"]["status"] != "failed", outcome["row"]["status"] == "missed_tolerance")
+                table.maybe()
         report.wall_s = time.perf_counter() - t0
 
 
 @contextmanager
-def _client(n_workers: int, scheduler: str | None):
+def _client(n_workers: int, scheduler: str | None, say=None):
     import dask
     from distributed import Client, LocalCluster
 
@@ -271,11 +291,13 @@ def _client(n_workers: int, scheduler: str | None):
               "distributed.worker.multiprocessing-method": "forkserver"}  # for the restarts too: kept while it runs
     with dask.config.set(config):
         _forkserver_ignoring_sigint()
-        cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                               silence_logs=logging.ERROR)
-        client = Client(cluster)
+        with heartbeat(say, lambda elapsed: f"starting the workers: {elapsed:.0f} s"):
+            cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                                   silence_logs=logging.ERROR)
+            client = Client(cluster)
         with _closing(client, cluster):
-            _check_workers(client, None)
+            with heartbeat(say, lambda elapsed: f"starting the workers: {elapsed:.0f} s (imports)"):
+                _check_workers(client, None)
             yield client
 
 

@@ -37,6 +37,7 @@ import hashlib
 import itertools
 import json
 import math
+import time
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -135,8 +136,16 @@ def spec_hash(spec: dict) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def load_sweep(path: str | Path) -> Sweep:
-    """Read a sweep file, expand its blocks into runs and validate every run's problem."""
+# A sweep of more runs than this is refused unless asked for (``max_runs=None``, ``ffopt sweep --force``): a
+# 1000 x 1000 grid grew past 2.4 GB while its million problems were validated, silently, and would take
+# months on one machine. Every run's problem is built before the sweep starts (an error names its values).
+MAX_RUNS = 10_000
+PROGRESS_S = 1.5  # a line at least this often while the runs' problems are checked
+
+
+def load_sweep(path: str | Path, max_runs: int | None = MAX_RUNS, progress=None) -> Sweep:
+    """Read a sweep file, expand its blocks into runs and validate every run's problem (at most ``max_runs``
+    runs; None: any number; ``progress``: called with a line while the problems are checked)."""
     path = Path(path)
     if not path.is_file():
         raise ProblemError(f"{path}: no such sweep file")
@@ -147,11 +156,11 @@ def load_sweep(path: str | Path) -> Sweep:
         raise ProblemError(f"{path}: not valid TOML: {err}") from None
     except (UnicodeDecodeError, OSError) as err:
         raise ProblemError(f"{path}: cannot read the sweep file: {err}") from None
-    return sweep_from_dict(data, path, text)
+    return sweep_from_dict(data, path, text, max_runs=max_runs, progress=progress)
 
 
 def sweep_from_dict(data: dict, source: str | Path = "<memory>", text: str | None = None,
-                    base: Problem | None = None) -> Sweep:
+                    base: Problem | None = None, max_runs: int | None = MAX_RUNS, progress=None) -> Sweep:
     """A sweep from the tables of a sweep file (e.g. built in a notebook). ``source`` names it in errors
     and is where a relative ``problem`` path starts; ``base``: the base problem as an object instead of
     the ``problem`` key."""
@@ -170,15 +179,19 @@ def sweep_from_dict(data: dict, source: str | Path = "<memory>", text: str | Non
         text = f"# base problem: {base.source}\n" + tomlkit.dumps(data)
     common = dict(_flatten(d["set"] or {}))
     plan = dict(d["plan"] or {k: f.default for k, f in PLAN_SCHEMA.items()})  # verify, compile, plots
+    blocks = [(f"runs[{b + 1}]", block, _parameters(v, block, f"runs[{b + 1}]")) for b, block in enumerate(d["runs"])]
+    total = _check_run_count(v, blocks, max_runs)
     runs, names = [], []
-    for b, block in enumerate(d["runs"]):
-        where = f"runs[{b + 1}]"
-        label = block["name"] or str(b + 1)
+    said = time.perf_counter()
+    for where, block, params in blocks:
+        label = block["name"] or where.removeprefix("runs[").removesuffix("]")
         fixed = {**common, **dict(_flatten(block["set"] or {}))}
-        params = _parameters(v, block, where)
         names += [n for n in params if n not in names]
         for combo in _combinations(v, block, params, where):
             runs.append(_resolve(v, base, len(runs), label, params, combo, fixed, where))
+            if progress is not None and time.perf_counter() - said >= PROGRESS_S:
+                progress(f"checking the runs' problems: {len(runs)} of {total}")
+                said = time.perf_counter()
     unique, seen = [], set()
     for run in runs:
         run_id = spec_hash(run.spec(plan))
@@ -187,6 +200,26 @@ def sweep_from_dict(data: dict, source: str | Path = "<memory>", text: str | Non
             unique.append(Run(len(unique), run.block, run.params, run.values, run.problem, run_id))
     return Sweep(source, d["name"] or source.stem, d["description"], base, plan, unique, names,
                  len(runs) - len(unique), text)
+
+
+def _block_runs(block: dict, params: dict[str, _Parameter]) -> int:
+    """How many runs a block expands into, counted without expanding it."""
+    if block["mode"] == "random":
+        return int(block["samples"] or 0)
+    lengths = [len(p.arg) if p.kind == "values" else int(p.arg[2]) for p in params.values()]
+    return math.prod(lengths) if block["mode"] == "grid" else (max(lengths) if lengths else 0)
+
+
+def _check_run_count(v: Validator, blocks, max_runs: int | None) -> int:
+    counts = [(where, block, _block_runs(block, params)) for where, block, params in blocks]
+    total = sum(n for *_, n in counts)
+    if max_runs is not None and total > max_runs:
+        where, block, n = max(counts, key=lambda c: c[2])
+        v.fail("runs", f"{total:,} runs ({where}{' ' + repr(block['name']) if block['name'] else ''}: {n:,}), more than "
+               f"the {max_runs:,} ffopt runs without being asked: every run's problem is built before the sweep starts, "
+               "and each run takes seconds; use a coarser grid or split the sweep, or give --force (max_runs=None) to "
+               "run them all")
+    return total
 
 
 def _flatten(table: dict, prefix: str = ""):

@@ -12,7 +12,7 @@ inside each bound):
   gear ratio squared twice;
 - a gear or joint spring whose mode (spring against the motor inertia, or against the links) is slower than
   MAX_MODE_HZ (the shipped problems: at most 65 Hz): stiffer is rigid, and the verification could not
-  step through it;
+  step through it; a damper (or viscous friction) braking its inertia faster than that, likewise;
 - a verification tolerance within the arm's reach (a larger one passes every plan).
 
 A failure is a ProblemError naming the file and field, the value, the scale it was compared with and what
@@ -111,10 +111,11 @@ def _check_drive(v, joint, link_bound: float, fields) -> None:
         v.fail(field, f"{joint.motor_inertia:.4g} kg m^2 on the arm side{ratio} is more than {MAX_MOTOR_TO_LINK:g} "
                f"times the links it drives (at most {link_bound:.4g} kg m^2 about the joint): no robot has such a "
                "rotor; check the value, its unit and the gear ratio")
-    if joint.kind not in ("elastic_gear", "passive") or joint.stiffness <= 0:
-        return
     against = joint.motor_inertia if joint.kind == "elastic_gear" else link_bound
-    if against <= 0:
+    if joint.kind not in ("elastic_gear", "passive") or against <= 0:
+        return
+    _check_damper(v, joint, against, fields)
+    if joint.stiffness <= 0:
         return
     mode_hz = np.sqrt(joint.stiffness / against) / (2 * np.pi)
     if mode_hz > MAX_MODE_HZ:
@@ -124,6 +125,18 @@ def _check_drive(v, joint, link_bound: float, fields) -> None:
         v.fail(fields(joint.name, "stiffness"), f"{joint.stiffness:.4g} N m/rad against the {what} "
                f"({against:.4g} kg m^2) makes a {mode_hz:.3g} Hz mode, above the {MAX_MODE_HZ:g} Hz ffopt simulates "
                f"(real gears: below 1 kHz): check the value and its unit (N m/rad, arm side); {hint}")
+
+
+def _check_damper(v, joint, inertia: float, fields) -> None:
+    """A damper (or the motor's viscous friction) against the inertia it brakes: its rate d / J must stay below
+    the fastest mode ffopt simulates (damping 8.7e11 N m s/rad on a 0.09 kg m^2 motor kept IPOPT on its first
+    iteration for minutes)."""
+    for key in ("damping", "viscous_friction"):
+        rate = getattr(joint, key) / inertia
+        if rate > 2 * np.pi * MAX_MODE_HZ:
+            v.fail(fields(joint.name, key), f"{getattr(joint, key):.4g} N m s/rad against {inertia:.4g} kg m^2 brakes "
+                   f"at {rate:.3g} 1/s, faster than the {MAX_MODE_HZ:g} Hz ffopt simulates (real drives: below "
+                   "1e3 1/s): check the value and its unit (N m s/rad, arm side)")
 
 
 def _check_tolerance(v, chain, verification) -> None:

@@ -50,6 +50,11 @@ AXES = {"x": 0, "y": 1, "z": 2}  # tool-point coordinates (world frame, m)
 ORIENTATION = ("yaw", "pitch", "roll")
 PITCH_RANGE = (-np.pi / 2, np.pi / 2)
 COULOMB_SMOOTHING = 1e-3  # rad/s, default width of tanh() in the Coulomb friction model
+# Up to this many coordinates the plant's accelerations are one SX expression (the mass matrix solved
+# symbolically): compact and compiled to C. Its size and its Jacobian's grow like nq^3: a 3-link arm whose links
+# are chains of 12 rigid segments (nq = 39) has a 10-million-instruction Jacobian. Above it, the mass matrix and
+# the bias forces stay SX and are factorised at run time (sparse QR in an MX expression, not compiled).
+SYMBOLIC_SOLVE_MAX_NQ = 16
 
 
 # --------------------------------------------------------------------------- spring and friction laws
@@ -340,14 +345,29 @@ class FlexibleModel:
         L = self.layout
         return [i if i in L.direct else L.n_link + L.gear.index(i) for i in L.actuated]
 
+    @property
+    def symbolic_solve(self) -> bool:
+        """Whether the plant's accelerations are solved symbolically (an SX expression; nq <= SYMBOLIC_SOLVE_MAX_NQ)
+        or, for a larger model, by a sparse QR factorisation at run time (an MX expression)."""
+        return self.layout.nq <= SYMBOLIC_SOLVE_MAX_NQ
+
+    def sym(self, name: str, n: int):
+        """A symbol of the type the plant's functions take: SX, or MX for a large model (``symbolic_solve``)."""
+        return ca.SX.sym(name, n) if self.symbolic_solve else ca.MX.sym(name, n)
+
     @cached_property
     def forward_dynamics(self) -> ca.Function:
         """(q, v, u) -> a: accelerations of the plant driven by motor torques u."""
         res = self.equations_of_motion(self.q, self.v, self.a, self.u)
         A = ca.jacobian(res, self.a)  # generalised mass matrix incl. motor inertias
         b = ca.substitute(res, self.a, ca.SX.zeros(self.layout.nq))
-        acc = -ca.solve(A, b)
-        return ca.Function("forward_dynamics", [self.q, self.v, self.u], [acc], ["q", "v", "u"], ["a"])
+        if self.symbolic_solve:
+            acc = -ca.solve(A, b)
+            return ca.Function("forward_dynamics", [self.q, self.v, self.u], [acc], ["q", "v", "u"], ["a"])
+        mass_and_bias = ca.Function("mass_and_bias", [self.q, self.v, self.u], [A, b])
+        q, v, u = self.sym("q", self.layout.nq), self.sym("v", self.layout.nq), self.sym("u", self.layout.n_u)
+        A, b = mass_and_bias(q, v, u)
+        return ca.Function("forward_dynamics", [q, v, u], [-ca.solve(A, b, "qr")], ["q", "v", "u"], ["a"])
 
     @cached_property
     def tool_position(self) -> ca.Function:
@@ -441,14 +461,32 @@ class FlexibleModel:
         return u if self.drives is None else self.drives.torque(z)
 
     @cached_property
+    def forward_dynamics_jacobian(self) -> ca.Function:
+        """(q, v, u) -> (d a/d q, d a/d v, d a/d u) of ``forward_dynamics`` (MX, for a large model): from the
+        equations of motion E(q, v, a, u) = 0 at a = forward_dynamics(q, v, u), d a/d y = -M^-1 dE/dy. Each
+        dE/dy is an SX Jacobian of the recursive dynamics, O(nq^2) to evaluate; differentiating the run-time
+        factorisation of M instead (what CasADi's AD does) costs O(nq^3): 3x more at nq = 75."""
+        L = self.layout
+        res = self.equations_of_motion(self.q, self.v, self.a, self.u)
+        partials = ca.Function("eom_partials", [self.q, self.v, self.a, self.u],
+                               [ca.jacobian(res, self.a), ca.jacobian(res, self.q), ca.jacobian(res, self.v),
+                                ca.jacobian(res, self.u)])
+        q, v, u = self.sym("q", L.nq), self.sym("v", L.nq), self.sym("u", L.n_u)
+        a = self.forward_dynamics(q, v, u)
+        M, E_q, E_v, E_u = partials(q, v, a, u)
+        d = -ca.solve(M, ca.horzcat(E_q, E_v, E_u), "qr")
+        return ca.Function("forward_dynamics_jacobian", [q, v, u],
+                           [d[:, :L.nq], d[:, L.nq:2 * L.nq], d[:, 2 * L.nq:]], ["q", "v", "u"], ["a_q", "a_v", "a_u"])
+
+    @cached_property
     def plant_rhs(self) -> ca.Function:
         """(x, u) -> x' of the whole plant, x = [q; v; z] (z: drive states), u the input."""
         L = self.layout
-        x = ca.SX.sym("x", 2 * L.nq + self.n_z)
+        x, u = self.sym("x", 2 * L.nq + self.n_z), self.sym("u", L.n_u)
         q, v, z = x[:L.nq], x[L.nq:2 * L.nq], x[2 * L.nq:]
-        a = self.forward_dynamics(q, v, self.drive_torque_expr(z, self.u))
-        rates = [] if self.drives is None else [self.drives.current_rate(self._motor_speeds(v), z, self.u)]
-        return ca.Function("plant_rhs", [x, self.u], [ca.vertcat(v, a, *rates)], ["x", "u"], ["xdot"])
+        a = self.forward_dynamics(q, v, self.drive_torque_expr(z, u))
+        rates = [] if self.drives is None else [self.drives.current_rate(self._motor_speeds(v), z, u)]
+        return ca.Function("plant_rhs", [x, u], [ca.vertcat(v, a, *rates)], ["x", "u"], ["xdot"])
 
     @cached_property
     def steady_torque(self) -> ca.Function:

@@ -210,10 +210,19 @@ def _build_closed_loop_ode(model: FlexibleModel, loop: str = "pd"):
     L = model.layout
     N, nq = L.n_u, L.nq
     width = 3 * N if loop == "pd" else N + 2 * nq
-    x = ca.SX.sym("x", 2 * nq + model.n_z)
-    c = ca.SX.sym("c", _N_COEF * width + 1)
-    p = ca.SX.sym("p", 2 * N if loop == "pd" else N * 2 * nq)
-    t = ca.SX.sym("t")
+    x = model.sym("x", 2 * nq + model.n_z)
+    c = model.sym("c", _N_COEF * width + 1)
+    p = model.sym("p", 2 * N if loop == "pd" else N * 2 * nq)
+    t = model.sym("t", 1)
+    _, u = _closed_loop_input(model, loop, x, c, p, t)
+    return x, c, p, t, model.plant_rhs(x, u)
+
+
+def _closed_loop_input(model: FlexibleModel, loop: str, x, c, p, t):
+    """(feedforward, total input) of the driven plant at state x and time t on one interval (see
+    ``_build_closed_loop_ode`` for c and p)."""
+    L = model.layout
+    N, nq = L.n_u, L.nq
     q, v = x[:nq], x[nq:2 * nq]
     tau = t - c[-1]
 
@@ -228,10 +237,8 @@ def _build_closed_loop_ode(model: FlexibleModel, loop: str = "pd"):
     if loop == "pd":
         qr, dqr = signal(_N_COEF * N, N), signal(2 * _N_COEF * N, N)
         motor = L.motor_of_input
-        u = uff + p[:N] * (qr - q[motor]) + p[N:] * (dqr - v[motor])
-    else:
-        u = uff + ca.reshape(p, N, 2 * nq) @ (signal(_N_COEF * N, 2 * nq) - x[:2 * nq])
-    return x, c, p, t, model.plant_rhs(x, u)
+        return uff, uff + p[:N] * (qr - q[motor]) + p[N:] * (dqr - v[motor])
+    return uff, uff + ca.reshape(p, N, 2 * nq) @ (signal(_N_COEF * N, 2 * nq) - x[:2 * nq])
 
 
 def _piece_coefficients(t: np.ndarray, table: np.ndarray, interpolation: str) -> np.ndarray:
@@ -336,7 +343,7 @@ def _simulate_stepwise(model, t, x0, C, P, rtol, atol, loop="pd"):
     Returns (X (n, 2nq), None) on success or (partial X, index k of the failing interval).
     """
     x, c, p, tt, rhs = _closed_loop_ode(model, loop)
-    tk, h, s = ca.SX.sym("tk"), ca.SX.sym("h"), ca.SX.sym("s")
+    tk, h, s = model.sym("tk", 1), model.sym("h", 1), model.sym("s", 1)
     f = ca.Function("f", [x, c, p, tt], [rhs])
     ode = h * f(x, c, p, tk + h * s)
     F = ca.integrator("plant_step", "cvodes", {"x": x, "p": ca.vertcat(c, p, tk, h), "t": s, "ode": ode},
@@ -371,11 +378,40 @@ def plant_integrator(model: FlexibleModel, t: np.ndarray, rtol: float, atol: flo
 def _integrator(model: FlexibleModel, t: np.ndarray, rtol: float, atol: float, loop: str = "pd",
                 compile: bool = True, method: str = "bdf") -> ca.Function:
     dae = compiled_plant(model, loop, len(t)) if compile else None
+    if dae is None and not model.symbolic_solve and model.n_z == 0:
+        dae = _large_plant_dae(model, loop)
     if dae is None:  # CasADi's virtual machine evaluates the right-hand side and its Jacobian
         x, c, p, tt, rhs = _closed_loop_ode(model, loop)
         dae = {"x": x, "u": c, "p": p, "t": tt, "ode": rhs}
     return ca.integrator("plant", "cvodes", dae, float(t[0]), [float(ti) for ti in t[1:]],
                          _integrator_options(rtol, atol, method))
+
+
+def _large_plant_dae(model: FlexibleModel, loop: str) -> ca.Function:
+    """The driven plant of a large model (``model.symbolic_solve`` false: its mass matrix factorised at run time)
+    as CVODES's DAE function, with its Jacobian from ``model.forward_dynamics_jacobian`` (CasADi would
+    differentiate the factorisation instead, 3x slower at nq = 75). CasADi takes a function's own Jacobian only
+    where it cannot differentiate it otherwise: the plant is called through a wrapper that has no forward or
+    reverse derivatives."""
+    x, c, p, tt, rhs = _closed_loop_ode(model, loop)
+    nq = model.layout.nq
+    q, v = x[:nq], x[nq:]
+    _, u = _closed_loop_input(model, loop, x, c, p, tt)
+    a_q, a_v, a_u = model.forward_dynamics_jacobian(q, v, u)
+    u_x = ca.jacobian(u, x)
+    jac_ode_x = ca.vertcat(ca.horzcat(ca.MX(nq, nq), ca.MX.eye(nq)), ca.horzcat(a_q, a_v) + a_u @ u_x)
+    z, none = ca.MX.sym("z", 0), ca.MX(0, 1)
+    ins, outs = [tt, x, z, p, c], [rhs, none, none, none]
+    nominal = [ca.MX.sym(f"out_{o}", e.sparsity()) for o, e in zip(ca.dyn_out(), outs)]
+    blocks = [jac_ode_x if (o, i) == (0, 1) else ca.MX(outs[o].numel(), ins[i].numel())
+              for o in range(len(outs)) for i in range(len(ins))]
+    jac = ca.Function("jac_large_plant", ins + nominal, blocks, ca.dyn_in() + [f"out_{o}" for o in ca.dyn_out()],
+                      [f"jac_{a}_{b}" for a in ca.dyn_out() for b in ca.dyn_in()])
+    inner = ca.Function("large_plant", ins, outs, ca.dyn_in(), ca.dyn_out(),
+                        {"custom_jacobian": jac, "jac_penalty": 0, "enable_forward": False, "enable_reverse": False,
+                         "enable_fd": False, "never_inline": True})
+    args = [ca.MX.sym(n, e.sparsity()) for n, e in zip(ca.dyn_in(), ins)]
+    return ca.Function("plant", args, inner(*args), ca.dyn_in(), ca.dyn_out(), {"max_num_dir": 2 * x.numel()})
 
 
 # --------------------------------------------------------------------------- compiled plant
@@ -398,6 +434,8 @@ _COMPILE_FAILED: set[str] = set()
 def compiled_plant(model: FlexibleModel, loop: str = "pd", n_rows: int | None = None) -> ca.Function | None:
     """The driven plant's DAE function for CVODES as compiled C, or None: not worth compiling for a grid of
     ``n_rows`` (< COMPILE_MIN_ROWS and not built yet), or it cannot be compiled (a warning says why)."""
+    if not model.symbolic_solve:  # a large model's plant factorises its mass matrix at run time: not compiled
+        return None
     key, functions = per_model(model, ("plant_code", loop), lambda: _plant_functions(model, loop))
     if key is None or key in _COMPILE_FAILED:
         return None
@@ -422,7 +460,7 @@ def compiled_plant(model: FlexibleModel, loop: str = "pd", n_rows: int | None = 
 def plant_needs_compiling(model: FlexibleModel, loop: str = "pd", n_rows: int | None = None) -> bool:
     """Whether ``compiled_plant`` would compile now for a grid of ``n_rows`` (none of this plant in memory or
     on disk yet)."""
-    if n_rows is not None and n_rows < COMPILE_MIN_ROWS:
+    if (n_rows is not None and n_rows < COMPILE_MIN_ROWS) or not model.symbolic_solve:
         return False
     key, _ = per_model(model, ("plant_code", loop), lambda: _plant_functions(model, loop))
     if key is None or key in _COMPILE_FAILED or key in _COMPILED:

@@ -78,7 +78,7 @@ def held_eigenvalues(model, q_hold, kp, kd) -> np.ndarray:
     from ffopt.cache import per_model
 
     L = model.layout
-    x, u = ca.SX.sym("x", 2 * L.nq + model.n_z), model.u
+    x, u = model.sym("x", 2 * L.nq + model.n_z), model.sym("u", L.n_u)
     jac = per_model(model, "plant_jacobians", lambda: ca.Function(
         "plant_jac", [x, u], [ca.jacobian(model.plant_rhs(x, u), x), ca.jacobian(model.plant_rhs(x, u), u)]))
     hold = hold_pose(model, q_hold)

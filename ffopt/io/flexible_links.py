@@ -13,7 +13,8 @@ body frame, default [1, 0, 0]; perpendicular to the joint axis, the beam bends i
 rotation), ``damping_ratio`` (modal damping per mode, one number for all modes or one per mode;
 default 0) and ``static_shapes`` (default false: the clamped-free modes of Mohan & Saha; true: Ritz modes
 of modes - 2 clamped-free modes and the static tip shapes xi^2, xi^3, exact under tip loads, see
-``ffopt.models.flexible_links.StaticCorrectedModes``). The joint's own ``mass``/``com``/``inertia``, the next joint's ``origin`` and the tool
+``ffopt.models.flexible_links.StaticCorrectedModes``) and ``kinematics`` (default "second_order": the
+foreshortening of the bent link; "linear": Mohan & Saha's small-deflection kinematics). The joint's own ``mass``/``com``/``inertia``, the next joint's ``origin`` and the tool
 point, all given in the joint's body frame as for a rigid link, are carried by the beam's tip
 cross-section (see ``ffopt.models.flexible_links``).
 """
@@ -24,7 +25,7 @@ import numpy as np
 
 from ffopt.io.schema import Field, Validator, positive
 from ffopt.models.chain import Chain
-from ffopt.models.flexible_links import MAX_MODES, FlexibleLink, modal_coordinate_names
+from ffopt.models.flexible_links import KINEMATICS, MAX_MODES, FlexibleLink, modal_coordinate_names
 
 
 def _modes(n):
@@ -52,6 +53,11 @@ FLEXIBLE_SCHEMA = {
                            doc="true: the modes are Ritz modes of modes - 2 clamped-free modes and the static tip "
                                "shapes xi^2, xi^3 (exact statics under a tip force and moment; modes >= 2); false: "
                                "clamped-free modes only (their tip slope under a tip moment converges like 1 / modes)"),
+    "kinematics": Field("str", default="second_order", choices=KINEMATICS,
+                        doc="\"second_order\": a bent link is shorter along its chord by (1/2) int w'^2 dx and its tip "
+                            "turns by asin(w'(L)) (the foreshortening and the geometric stiffening it brings; Kane, Ryan & "
+                            "Banerjee); \"linear\": points move linearly in the modes (Mohan & Saha), valid only "
+                            "while that shortening is far below the tool tolerance"),
 }
 
 
@@ -83,7 +89,7 @@ def parse_flexible_links(v: Validator, joint_tables: list[dict], chain: Chain) -
         if f["static_shapes"] and f["modes"] < 2:
             v.fail(f"{where}.modes", f"static_shapes needs modes >= 2 (the two static shapes), got {f['modes']}")
         links.append(FlexibleLink(i, f["modes"], f["EI"], f["length"], f["mass"], direction, zeta,
-                                  static_correction=f["static_shapes"]))
+                                  static_correction=f["static_shapes"], kinematics=f["kinematics"]))
     if links and chain.rotor_coupling == "full":
         v.fail("model.rotor_coupling", "\"full\" is not modelled together with flexible links; use \"reduced\"")
     if links and chain.constant_inertia is not None:

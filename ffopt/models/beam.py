@@ -91,6 +91,44 @@ class ModeIntegrals:
         """(n,) phi_j'(1) (per unit xi; divide by L for the slope dw/dx)."""
         return self.shape(1.0, 1)[:, 0]
 
+    @cached_property
+    def curvature_quadrature(self) -> tuple[np.ndarray, np.ndarray]:
+        """Gauss-Legendre points and weights on [0, 1] for the fourth-order bending energy int w''^2 w'^2: fewer
+        than ``quadrature`` (its expression has a term per point), enough for the smooth low shapes."""
+        x, w = np.polynomial.legendre.leggauss(4 * self.n + 16)
+        return (x + 1.0) / 2.0, w / 2.0
+
+    def slope_products(self, xi) -> np.ndarray:
+        """(n, n, len(xi)): H_ij(xi) = int_0^xi phi_i' phi_j' ds. A beam bent by w = sum phi_j delta_j is shorter
+        along its axis at xi by (1 / 2L) delta^T H(xi) delta (the foreshortening of an inextensible beam to
+        second order, u' = -w'^2 / 2)."""
+        xi = np.atleast_1d(np.asarray(xi, float))
+        s, w = self.quadrature
+        out = np.empty((self.n, self.n, len(xi)))
+        for k, x in enumerate(xi):
+            d1 = self.shape(x * s, 1)
+            out[:, :, k] = x * (d1 * w) @ d1.T
+        return out
+
+    @cached_property
+    def second_order(self) -> "SecondOrderIntegrals":
+        return SecondOrderIntegrals(self)
+
+
+class SecondOrderIntegrals:
+    """What the foreshortening adds to a link's integrals. The beam point at xi is at
+    (xi L - (1 / 2L) sum_(i<=j) c_ij H_ij(xi) delta_i delta_j) e + sum_j phi_j(xi) delta_j b (c_ii = 1, c_ij = 2),
+    linear in the basis f = [1, xi, phi_1..phi_n, H_ij (i <= j)]; ``gram`` is int f_a f_b dxi over it."""
+
+    def __init__(self, modes: ModeIntegrals):
+        n = modes.n
+        self.pairs = [(i, j, 1.0 if i == j else 2.0) for i in range(n) for j in range(i, n)]
+        xi, w = modes.quadrature
+        H = modes.slope_products(xi)
+        f = np.vstack([np.ones_like(xi), xi, modes.shape(xi)] + [H[i, j][None, :] for i, j, _ in self.pairs])
+        self.gram = (f * w) @ f.T
+        self.tip = modes.slope_products(1.0)[:, :, 0]  # H(1): chord shortening (1 / 2L) delta^T H(1) delta
+
 
 @dataclass(frozen=True)
 class ClampedFreeModes(ModeIntegrals):

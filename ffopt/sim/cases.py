@@ -47,14 +47,15 @@ def motor_hold(kp, kd, qm, n: int) -> MotorPD:
 
 
 def settle_case(name, plant, sim: SimResult, after: Hold, loop, t_settle, y_ref, tool_ref, model, tol_mm, tol_mrad,
-                rtol, compile: bool = True) -> tuple[SimResult, SettleMetrics]:
+                rtol, compile: bool = True, atol: float | None = None) -> tuple[SimResult, SettleMetrics]:
     """Simulate the settle window of one case from where its table left the plant, with the hold ``after``
-    (its input) and ``loop`` (the case's feedback about the held pose on the settle grid, or None)."""
+    (its input) and ``loop`` (the case's feedback about the held pose on the settle grid, or None). atol: CVODES's
+    absolute tolerance (default rtol / 100)."""
     n = len(t_settle)
     z0 = None if sim.z is None or sim.z.size == 0 else sim.z[-1]
     try:
         s = simulate(plant, t_settle, np.tile(after.u, (n, 1)), sim.q[-1], sim.v[-1], pd=loop, rtol=rtol,
-                     atol=rtol * 1e-2, z0=z0, compile=compile)
+                     atol=rtol * 1e-2 if atol is None else atol, z0=z0, compile=compile)
     except VerificationError as err:
         raise VerificationError(f"verification case {name!r}, after the table: {err}") from None
     end_ref = np.tile(y_ref[-1], (n, 1))
@@ -65,9 +66,10 @@ def settle_case(name, plant, sim: SimResult, after: Hold, loop, t_settle, y_ref,
     return s, settle_metrics(model, sim, s, after, e_mm, e_mrad, tol_mm, tol_mrad, text)
 
 
-def run_case(name, plant, t, u, q_start, loop, interpolation, rtol, compile: bool = True) -> SimResult:
+def run_case(name, plant, t, u, q_start, loop, interpolation, rtol, compile: bool = True,
+             atol: float | None = None) -> SimResult:
     try:
-        return simulate(plant, t, u, q_start, None, pd=loop, rtol=rtol, atol=rtol * 1e-2,
+        return simulate(plant, t, u, q_start, None, pd=loop, rtol=rtol, atol=rtol * 1e-2 if atol is None else atol,
                         interpolation=interpolation, compile=compile)
     except VerificationError as err:
         raise VerificationError(f"verification case {name!r}: {err}") from None

@@ -225,12 +225,13 @@ def verify(model: FlexibleModel, reference, traj, settings: VerificationSettings
 
 def _refined(model, t, traj, y_ref, tool_ref, run, kp, kd, t_settle, errors, settle, tol_mm, tol_mrad, rtol, verdict,
              say=None):
-    """The judged case on refined models of a model with flexible links; adds their miss to ``verdict``."""
-    from ffopt.sim.refined import judge_refined, verify_refined
+    """The judged case on the exact beam of a model with flexible links; adds its miss to ``verdict``."""
+    from ffopt.sim.refined import JudgedRun, judge_refined, verify_refined
 
     _, _, loop, _, interpolation, _, _ = run
-    refined = verify_refined(model, t, traj, y_ref, tool_ref, interpolation, loop, kp, kd, t_settle, errors, settle,
-                             tol_mm, tol_mrad, rtol, JUDGED_CASE, progress=say)
+    judged = JudgedRun(t, traj, y_ref, tool_ref, interpolation, loop, kp, kd, t_settle, tol_mm, tol_mrad, rtol,
+                       JUDGED_CASE)
+    refined = verify_refined(model, judged, errors, settle, progress=say)
     judge_refined(verdict, refined, tol_mm, tol_mrad)
     return refined
 

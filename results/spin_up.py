@@ -20,6 +20,7 @@ foreshortening, ``ffopt.models.flexible_links``) against the geometrically exact
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -72,19 +73,30 @@ def study(t_end: float = 20.0, modes: int = 4, segments=(8, 16, 32)) -> dict:
         runs[f"{modes} modes, {kin.replace('_', '-')} kinematics"] = tip_deflection(beam_on_hub(modes, kin), t)
     for K in segments:
         runs[f"exact beam, {K} rigid segments"] = tip_deflection(beam_on_hub(modes, "linear"), t, K)
-    return {"t": t, "runs": runs, "reference": f"exact beam, {segments[-1]} rigid segments"}
+    return {"t": t, "runs": runs, "reference": f"exact beam, {segments[-1]} rigid segments",
+            "coarser": f"exact beam, {segments[-2]} rigid segments", "segments": segments}
 
 
 def table(result: dict) -> list[str]:
-    t, runs = result["t"], result["runs"]
-    ref = runs[result["reference"]][0]
+    """Rows against the exact beam extrapolated from its two finest segment counts (Richardson, 1 / K^2)."""
+    t, runs = result["t"], dict(result["runs"])
+    ref = (4 * runs[result["reference"]][0] - runs[result["coarser"]][0]) / 3
+    runs[f"exact beam extrapolated from {result['segments'][-2]} and {result['segments'][-1]} segments "
+         "(the reference)"] = (ref, float("nan"))
     peak = np.abs(ref).max()
     rows = ["| model | peak tip deflection [m] | at t = 15 s [m] | at t = 20 s [m] | largest difference from "
             "the reference [% of its peak] | wall [s] |", "|---|---|---|---|---|---|"]
     k15 = int(np.argmin(np.abs(t - 15.0)))
     for name, (w, wall) in runs.items():
+        finite = np.isfinite(w)
+        if not finite.all():  # diverged: where, and how far it got
+            k = int(np.argmin(finite))
+            rows.append(f"| {name} | diverged: {np.abs(w[:k]).max():.3g} at t = {t[k - 1]:.3g} s, then unbounded | - | - "
+                        f"| - | {wall:.1f} |")
+            continue
         diff = 100 * np.abs(w - ref).max() / peak
-        rows.append(f"| {name} | {np.abs(w).max():.4g} | {w[k15]:.4g} | {w[-1]:.4g} | {diff:.3g} | {wall:.1f} |")
+        rows.append(f"| {name} | {np.abs(w).max():.4g} | {w[k15]:.4g} | {w[-1]:.4g} | {diff:.3g} | "
+                    f"{'-' if np.isnan(wall) else format(wall, '.1f')} |")
     return rows
 
 
@@ -94,11 +106,15 @@ def main(out: Path = Path(__file__).with_name("spin_up.md")):
             "`python results/spin_up.py`. A 10 m beam (1.2 kg/m, EI 1.4e4 N m^2, first clamped frequency 3.8 rad/s) on a "
             "hub spun up to 6 rad/s in 15 s (Kane, Ryan & Banerjee, dynamics of a cantilever beam attached to a moving "
             "base, 1987); tip deflection transverse to the hub's rotating frame. Assumed modes: 4 (2 clamped-free "
-            "modes and the static shapes); prescribed hub motion, IDAS at rtol 1e-8.", "", *table(result), "",
+            "modes and the static shapes); prescribed hub motion, CVODES at rtol 1e-8.", "", *table(result), "",
             "The linear model diverges once the spin rate passes the beam's first frequency (no geometric "
-            "stiffening); the second-order model follows the exact beam, which converges in its segment count like "
-            "1 / K^2.", "",
-            f"_Generated {time.strftime('%Y-%m-%d')} on {sys.platform}, Python {sys.version.split()[0]}._"]
+            "stiffening: its effective stiffness turns negative); the second-order model follows the exact beam, "
+            "which converges in its segment count like 1 / K^2 (the reference is its extrapolation). This is Kane, "
+            "Ryan & Banerjee's finding: the conventional (linear) model's tip deflection grows without bound, a "
+            "model with the geometric stiffening stays bounded and returns towards zero as the spin rate levels "
+            "off. `tests/test_exact_beam.py` checks the 2 % target on a 0.1 s grid.", "",
+            f"_Generated {time.strftime('%Y-%m-%d')} on {sys.platform}, Python {sys.version.split()[0]}, load "
+            f"{os.getloadavg()[0]:.1f} (wall times on a shared 2-core machine)._"]
     out.write_text("\n".join(text) + "\n")
     print("\n".join(text))
 

@@ -220,3 +220,15 @@ def test_mujoco_rod_chain_matches_the_segmented_beam():
     swing = np.abs(tip_theirs).max()
     assert swing > 1e-3
     assert np.abs(tip_ours - tip_theirs).max() < 5e-3 * swing
+
+
+@pytest.mark.parametrize("modes", [3, 8])
+def test_fourth_order_bending_force_is_the_gradient_of_its_energy(modes):
+    """The recursive algorithm's bending force (a tensor for up to 6 modes, the quadrature above) against CasADi's
+    gradient of the energy (EI / 2) int w''^2 w'^2 dx."""
+    link = FlexibleLink(0, modes, EI, L, MASS, static_correction=True, kinematics="second_order")
+    d = ca.SX.sym("d", modes)
+    force = ca.Function("f", [d], [FlexibleLinkModel._curvature_force(link, d)])
+    grad = ca.Function("g", [d], [ca.gradient(FlexibleLinkModel._curvature_energy(link, d), d)])
+    x = np.random.default_rng(3).normal(size=modes) * 0.05
+    assert np.allclose(np.array(force(x)), np.array(grad(x)), rtol=1e-10, atol=1e-12 * np.abs(np.array(grad(x))).max())

@@ -98,6 +98,16 @@ class ModeIntegrals:
         x, w = np.polynomial.legendre.leggauss(4 * self.n + 16)
         return (x + 1.0) / 2.0, w / 2.0
 
+    @cached_property
+    def curvature_tensor(self) -> np.ndarray:
+        """(n, n, n, n) C_ijkl = T_ijkl + T_klij with T_ijkl = int phi_i' phi_j' phi_k'' phi_l'' dxi: the gradient of
+        the fourth-order bending energy (EI / 2L^5) sum T delta delta delta delta is (EI / L^5) sum_jkl C_ijkl
+        delta_j delta_k delta_l."""
+        xi, w = self.quadrature
+        d1, d2 = self.shape(xi, 1), self.shape(xi, 2)
+        T = np.einsum("iq,jq,kq,lq,q->ijkl", d1, d1, d2, d2, w)
+        return T + T.transpose(2, 3, 0, 1)
+
     def slope_products(self, xi) -> np.ndarray:
         """(n, n, len(xi)): H_ij(xi) = int_0^xi phi_i' phi_j' ds. A beam bent by w = sum phi_j delta_j is shorter
         along its axis at xi by (1 / 2L) delta^T H(xi) delta (the foreshortening of an inextensible beam to

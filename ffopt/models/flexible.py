@@ -52,9 +52,10 @@ PITCH_RANGE = (-np.pi / 2, np.pi / 2)
 COULOMB_SMOOTHING = 1e-3  # rad/s, default width of tanh() in the Coulomb friction model
 # Up to this many coordinates the plant's accelerations are one SX expression (the mass matrix solved
 # symbolically): compact and compiled to C. Its size and its Jacobian's grow like nq^3: a 3-link arm whose links
-# are chains of 12 rigid segments (nq = 39) has a 10-million-instruction Jacobian. Above it, the mass matrix and
-# the bias forces stay SX and are factorised at run time (sparse QR in an MX expression, not compiled).
-SYMBOLIC_SOLVE_MAX_NQ = 16
+# are chains of 12 rigid segments (nq = 39) has a 10-million-instruction Jacobian, the Canadarm with 4 modes per
+# link (nq = 15) 16 MB of C. Above it, the mass matrix and the bias forces stay SX and are factorised at run time
+# (sparse QR in an MX expression, not compiled). The largest shipped arm, the Panda with seven elastic gears, has 14.
+SYMBOLIC_SOLVE_MAX_NQ = 14
 
 
 # --------------------------------------------------------------------------- spring and friction laws

@@ -5,9 +5,16 @@ A flexible link is the body of one joint, modelled as a uniform Euler-Bernoulli 
 its joint: length L, mass m (rho = m / L), bending stiffness EI, bending in the plane normal to the
 joint axis (planar chains: the plane of motion). Its deflection is w(x, t) = sum_j phi_j(x / L)
 delta_j(t) with the clamped-free modes of ``ffopt.models.beam`` normalised to phi_j(1) = 1, so the
-modal coordinate delta_j (m) is mode j's share of the tip deflection. As in the paper, axial
-shortening (centrifugal stiffening), shear, rotary inertia of the cross-sections, torsion and
-out-of-plane bending are neglected.
+modal coordinate delta_j (m) is mode j's share of the tip deflection. As in the paper, shear, rotary
+inertia of the cross-sections, torsion and out-of-plane bending are neglected.
+
+Kinematics (``FlexibleLink.kinematics``): "linear" is the paper's, points move linearly in the modal
+coordinates and a bent link keeps its chord length. "second_order" (the problem files' default) keeps the
+beam inextensible to second order: the point at xi moves back along the beam by
+u(xi) = -(1 / 2L) delta^T H(xi) delta (H_ij(xi) = int_0^xi phi_i' phi_j', ``SecondOrderIntegrals``), the tip
+cross-section turns by asin(w'(L)) to third order, and the bending energy gains (EI / 2) int w''^2 w'^2; the
+centrifugal and inertial loads along the bent beam then stiffen it (Kane, Ryan & Banerjee, dynamics of a
+cantilever beam attached to a moving base). ``ffopt.models.beam_chain`` is the geometrically exact reference.
 
 Coordinates: q = [theta; delta; qm] -- the joint angles (chain order), then the modal coordinates
 (link by link, mode by mode), then the motor angles. ``layout.n_link`` counts theta and delta,
@@ -24,7 +31,7 @@ with the tip slope w'(L) about the axis. The frame of that cross-section is the 
 
 Dynamics (CasADi SX): M(q) a + c(q, v) + g(q) by a recursive Newton-Euler algorithm extended to
 assumed-mode beams (``_inverse_dynamics``; the recursive structure of Mohan & Saha's formulation,
-not their DeNOC matrices). The beam's distributed inertia is exact through the Gram matrix G of the
+not their DeNOC matrices; second-order links add the foreshortening terms, ``_beam_forward``). The beam's distributed inertia is exact through the Gram matrix G of the
 basis f = [1, xi, phi_1..phi_m] on xi in [0, 1]: the acceleration of the beam point at xi is
 sum_a f_a(xi) A_a, so every integral over the beam is a G-weighted sum. Modal stiffness
 K = EI / L^3 int phi_i'' phi_j'' dxi; modal damping D = 2 zeta_j omega_j m_j (clamped-base modal
@@ -336,27 +343,13 @@ class FlexibleLinkModel(FlexibleModel):
         return 0.5 * k.EI * k.length * ca.dot(ca.DM(w), (d1 * d2) ** 2)
 
     def _inverse_dynamics(self, qa, va, aa):
-        """M(qa) aa + c(qa, va) + g(qa): joint torques, then modal forces. Linear kinematics: by the recursive
-        algorithm (``_recursive_dynamics``); with a second-order link, by Lagrange's equations from the energies
-        (``_lagrange_dynamics``; the foreshortening makes the beam's points quadratic in its modes)."""
-        if any(k.kinematics == "second_order" for k in self.links):
-            return self._lagrange_dynamics(qa, va, aa)
+        """M(qa) aa + c(qa, va) + g(qa): joint torques, then modal forces, by the recursive algorithm
+        (``_recursive_dynamics``; Lagrange's equations from ``energy`` give the same with 5x larger expressions for
+        second-order links: the tests' reference)."""
         return self._recursive_dynamics(qa, va, aa)
 
-    @cached_property
-    def _lagrange_dynamics(self) -> ca.Function:
-        """(qa, va, aa) -> d/dt dT/dva - dT/dqa + dV/dqa of the links' kinetic energy T and gravity potential V
-        (``_energies``): the inertial and gravity forces, with the geometric stiffening that the foreshortening
-        brings (the centrifugal load along a spinning beam pulls it straight; Kane, Ryan & Banerjee)."""
-        n = self.layout.n_link
-        q, v, a = ca.SX.sym("qa", n), ca.SX.sym("va", n), ca.SX.sym("aa", n)
-        T, V = self._energies(q, v)
-        Tv = ca.gradient(T, v)
-        res = ca.jtimes(Tv, q, v) + ca.jtimes(Tv, v, a) - ca.gradient(T, q) + ca.gradient(V, q)
-        return ca.Function("lagrange_dynamics", [q, v, a], [res], ["qa", "va", "aa"], ["tau"])
-
     def _recursive_dynamics(self, qa, va, aa):
-        """M(qa) aa + c(qa, va) + g(qa) of linear-kinematics links by recursive Newton-Euler.
+        """M(qa) aa + c(qa, va) + g(qa) by recursive Newton-Euler (second-order links: ``_beam_forward``).
 
         Forward pass (world frame; the base accelerates at -gravity, so gravity needs no extra
         term): angular velocity w and acceleration alpha of each body frame and carrier frame, and
@@ -393,24 +386,74 @@ class FlexibleLinkModel(FlexibleModel):
         return self._backward_pass(bodies, links)
 
     def _beam_forward(self, body, k: FlexibleLink, qa, va, aa) -> dict:
-        """Beam coefficient forces into ``body``; returns the carrier frame of the tip cross-section."""
+        """Beam coefficient forces into ``body``; returns the carrier frame of the tip cross-section.
+
+        Second-order kinematics add the basis functions H_p(xi) (pairs p = (i, j), ``SecondOrderIntegrals``) with
+        the axial coefficients s_p e, s_p = -(c_p / 2L) delta_i delta_j, whose accelerations are
+        s_p (alpha x e + w x (w x e)) + 2 s_p' w x e + s_p'' e; the tip sits at (L + s_tip) e + w(L) b with
+        s_tip = sum_p H_p(1) s_p and turns by theta = sigma + sigma^3 / 6, sigma = w'(L)."""
         s = self._modal_slice[k.joint]
         d, dd, ddd = qa[s], va[s], aa[s]
         R, w, alpha, z = body["R"], body["w"], body["alpha"], body["z"]
         e_w, b_w = R @ ca.DM(k.direction), R @ ca.DM(np.cross(self.chain.joints[k.joint].axis, k.direction))
-        wxb = ca.cross(w, b_w)
-        A = [body["acc"], k.length * (ca.cross(alpha, e_w) + ca.cross(w, ca.cross(w, e_w)))]
+        wxb, wxe = ca.cross(w, b_w), ca.cross(w, e_w)
+        A = [body["acc"], k.length * (ca.cross(alpha, e_w) + ca.cross(w, wxe))]
         A += [d[j] * (ca.cross(alpha, b_w) + ca.cross(w, wxb)) + 2 * dd[j] * wxb + ddd[j] * b_w for j in range(k.modes)]
-        G = k.shapes.gram
-        F = [k.mass * sum(G[a, c] * A[c] for c in range(len(A))) for a in range(len(A))]
         S = [k.length * e_w] + [d[j] * b_w for j in range(k.modes)]
         tip = ca.DM(k.shapes.tip_slope) / k.length  # d(tip slope)/d(delta)
-        s_L = k.length * e_w + ca.sum1(d) * b_w  # joint point -> tip
-        body.update(b=b_w, F=F, tip=tip, s_L=s_L, moment=sum(ca.cross(Sa, Fa) for Sa, Fa in zip(S, F[1:])))
-        return {"R": R @ _rot(self.chain.joints[k.joint].axis, ca.dot(tip, d)),
-                "w": w + z * ca.dot(tip, dd),
-                "alpha": alpha + z * ca.dot(tip, ddd) + ca.cross(w, z) * ca.dot(tip, dd),
-                "acc": sum(A), "origin": body["joint"] + s_L, "offset": k.length * k.direction}
+        sigma, dsigma, ddsigma = ca.dot(tip, d), ca.dot(tip, dd), ca.dot(tip, ddd)
+        G, acc_tip, s_tip, frame = k.shapes.gram, sum(A), 0, {}
+        if k.kinematics == "second_order":
+            so = k.shapes.second_order
+            G = so.gram
+            turn = ca.cross(alpha, e_w) + ca.cross(w, wxe)
+            for (i, j, c), h_tip in zip(so.pairs, [so.tip[i, j] for i, j, _ in so.pairs]):
+                f = -c / (2 * k.length)
+                sp, dsp = f * d[i] * d[j], f * (dd[i] * d[j] + d[i] * dd[j])
+                ddsp = f * (ddd[i] * d[j] + 2 * dd[i] * dd[j] + d[i] * ddd[j])
+                A.append(sp * turn + 2 * dsp * wxe + ddsp * e_w)
+                S.append(sp * e_w)
+                acc_tip, s_tip = acc_tip + h_tip * A[-1], s_tip + h_tip * sp
+            slope = sigma + sigma**3 / 6
+            rate, rate_of = (1 + sigma**2 / 2) * dsigma, (1 + sigma**2 / 2) * ddsigma + sigma * dsigma**2
+            frame.update(tip_turn=(1 + sigma**2 / 2) * tip, tip_shortening=-ca.DM(so.tip) @ d / k.length,
+                         pair_rows=self._pair_rows(k, d), curvature=self._curvature_force(k, d))
+        else:
+            slope, rate, rate_of = sigma, dsigma, ddsigma
+            frame.update(tip_turn=tip)
+        F = [k.mass * sum(G[a, c] * A[c] for c in range(len(A))) for a in range(len(A))]
+        s_L = (k.length + s_tip) * e_w + ca.sum1(d) * b_w  # joint point -> tip
+        body.update(b=b_w, e=e_w, F=F, s_L=s_L, moment=sum(ca.cross(Sa, Fa) for Sa, Fa in zip(S, F[1:])), **frame)
+        return {"R": R @ _rot(self.chain.joints[k.joint].axis, slope), "w": w + z * rate,
+                "alpha": alpha + z * rate_of + ca.cross(w, z) * rate,
+                "acc": acc_tip, "origin": body["joint"] + s_L, "offset": k.length * k.direction}
+
+    @staticmethod
+    def _pair_rows(k: FlexibleLink, d) -> ca.SX:
+        """(pairs, modes): d s_p / d delta_j of the foreshortening coefficients s_p = -(c_p / 2L) delta_i delta_i'."""
+        pairs = k.shapes.second_order.pairs
+        rows = ca.SX.zeros(len(pairs), k.modes)
+        for p, (i, j, c) in enumerate(pairs):
+            f = -c / (2 * k.length)
+            rows[p, i] += f * d[j]
+            rows[p, j] += f * d[i]
+        return rows
+
+    @staticmethod
+    def _curvature_force(k: FlexibleLink, d):
+        """d/d delta of ``_curvature_energy``, (EI / L^5) sum_jkl C_ijkl delta_j delta_k delta_l with the symmetrised
+        tensor C of int phi_i' phi_j' phi_k'' phi_l'' (exact, and a smaller expression than a quadrature for the
+        few modes a link has); a link of many modes: the quadrature's form."""
+        if k.modes > 6:
+            xi, wq = k.shapes.curvature_quadrature
+            D1, D2 = ca.DM(k.shapes.shape(xi, 1).T) / k.length, ca.DM(k.shapes.shape(xi, 2).T) / k.length**2
+            d1, d2 = D1 @ d, D2 @ d
+            weights = ca.DM(wq) * d1 * d2
+            return k.EI * k.length * (D1.T @ (weights * d2) + D2.T @ (weights * d1))
+        C = k.shapes.curvature_tensor
+        dd = ca.vertcat(*[d[j] * d[l] for j in range(k.modes) for l in range(k.modes)])
+        rows = [ca.dot(d, ca.DM(C[i].reshape(k.modes, k.modes * k.modes)) @ dd) for i in range(k.modes)]
+        return k.EI / k.length**5 * ca.vertcat(*rows)
 
     def _backward_pass(self, bodies, links) -> ca.SX:
         n = self.layout.n_link
@@ -430,9 +473,15 @@ class FlexibleLinkModel(FlexibleModel):
                 F = F + F_r
                 N = N + ca.cross(dc, F_r) + I_w @ c["alpha"] + ca.cross(c["w"], I_w @ c["w"])
             if i in links:  # N is about the tip; move everything to the joint, add the beam
-                s = self._modal_slice[i]
+                s, k = self._modal_slice[i], links[i]
                 b, Fb = body["b"], body["F"]
-                res[s] = ca.vertcat(*[ca.dot(b, Fj) for Fj in Fb[2:]]) + ca.dot(b, F) + body["tip"] * ca.dot(body["z"], N)
+                rows = ca.vertcat(*[ca.dot(b, Fj) for Fj in Fb[2:2 + k.modes]]) + ca.dot(b, F) \
+                    + body["tip_turn"] * ca.dot(body["z"], N)
+                if k.kinematics == "second_order":  # the axial share of the modes' virtual displacements
+                    axial = ca.vertcat(*[ca.dot(body["e"], Fp) for Fp in Fb[2 + k.modes:]])
+                    rows += body["pair_rows"].T @ axial + body["tip_shortening"] * ca.dot(body["e"], F) \
+                        + body["curvature"]
+                res[s] = rows
                 N = N + ca.cross(body["s_L"], F) + body["moment"]
                 F = F + Fb[0]
             res[i] = ca.dot(body["z"], N)

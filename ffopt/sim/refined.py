@@ -126,7 +126,9 @@ class RefinedVerification:
         what = ("the geometrically exact beam (each link rigid segments joined by springs EI / l), segments per link "
                 f"{', '.join(map(str, SEGMENTS))}" if self.reference == "exact_beam"
                 else f"at most {self.max_extra_modes} refinements (clamped-free modes + the static tip shapes)")
+        kinematics = sorted({k.kinematics for k in self.planning_links})
         return {"case": self.case, "reference": self.reference, "planning_model": self.planning.to_dict(),
+                "planning_kinematics": kinematics[0] if len(kinematics) == 1 else kinematics,
                 "refinements": [r.to_dict() for r in self.refinements],
                 "extrapolated": [r.to_dict() for r in self.extrapolated], "converged": self.converged,
                 "verdict_settled": self.settled, "rtol": self.rtol,
@@ -141,8 +143,10 @@ class RefinedVerification:
                  "less than half the distance to the tolerance)" if self.settled else "NOT converged (cap reached)")
         bent = max((r.deflection_ratio or 0.0 for r in [self.planning, *self.refinements]), default=0.0)
         what = "exact beam" if self.reference == "exact_beam" else "refined models"
+        kinematics = " / ".join(sorted({k.kinematics.replace("_", "-") for k in self.planning_links}))
         return (f"{what} ({self.case}, largest error during the move or after the table): {seq}; {state}; "
-                f"largest tip deflection {100 * bent:.3g} % of a link's length")
+                f"largest tip deflection {100 * bent:.3g} % of a link's length, chord shortening "
+                f"{self.planning.shortening_mm or 0:.3g} mm (planned with {kinematics} kinematics)")
 
 
 def _changed(a: Refinement, b: Refinement, tol_mm: float, rel: float) -> bool:

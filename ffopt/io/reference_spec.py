@@ -72,7 +72,9 @@ _COMMON = {
                             doc="shaping coefficients c_i added to the polynomial time_law: s = base + sum_i c_i "
                                 "phi_i, phi_i = (4 tau (1 - tau))^(n+1) P_(i-1)(2 tau - 1) (n zero derivatives of the "
                                 "base, P Legendre): keeps the rests' smoothness; s must stay monotone. Found by "
-                                "ffopt.dae.rest_to_rest.shape_for_rest so the arm ends at rest; default none"),
+                                "ffopt.dae.rest_to_rest.shape_for_rest so the arm ends at rest (12 coefficients, the "
+                                "law then also C^(n+2) at the rests: the torque table does not alternate there); "
+                                "default none"),
     "shaper": Field("str", choices=SHAPERS,
                     doc="input shaper convolved with the time law (Singer & Seering): zv or zvd impulses on each "
                         "of shaper_modes; the motion is longer by the shaper's duration (half a damped period per "

@@ -77,7 +77,8 @@ def test_set_changes_the_plant_as_a_plan_on_the_changed_problem_sees_it(e1_plans
     assert abs(res.cases["feedforward_pd"].max_mm - soft_pd["max_mm"]) < 1e-6
     # on the unchanged plant the soft plan misses by far more: the override did change the plant
     wrong = ffopt.simulate(nominal, plan_soft).cases["feedforward_pd"].max_mm
-    assert wrong > 100 * soft_pd["max_mm"] + 1.0  # measured 26.5 mm against 0.23 mm on 2026-11-27
+    # measured 9.26 mm against 0.091 mm on 2026-11-28 (e1_complete.toml's 0.3 s move; 26.5 against 0.23 mm in 0.1 s)
+    assert wrong > 50 * soft_pd["max_mm"] + 1.0
 
 
 def test_simulate_cli_set_parses_toml_values_and_baselines(e1_plans, capsys):

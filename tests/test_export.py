@@ -66,6 +66,8 @@ def test_e12_folder_contents_and_clean_compile(e12):
     assert "[m/s^2]" in header and "[N m]" in header  # units of the reference and of u
     meta = json.loads((folder / "meta.json").read_text())
     assert (meta["n_u"], meta["n_out"], meta["n_derivs"], meta["order"]) == (2, 2, 3, 6)
+    # the README says how many derivatives in words (it said "their first 3 - 1 derivatives")
+    assert "(x [m], z [m]) and their first 2 derivatives at each sample" in (folder / "README.md").read_text()
 
 
 @needs_cc

@@ -36,6 +36,7 @@ def render(info, const, layout, ffopt_version: str, casadi_version: str) -> dict
         "PROBLEM": info.problem, "FFOPT_VERSION": ffopt_version, "CASADI_VERSION": casadi_version,
         "H": repr(float(info.sample_time)), "H_MS": f"{info.sample_time * 1e3:g}", "ORDER": str(info.order),
         "FORM": info.form, "N_U": str(info.n_u), "N_OUT": str(info.n_out), "N_DERIV": str(info.n_derivs),
+        "DERIVS": _derivatives_text(info.n_derivs - 1),
         "N_X": str(info.n_x), "N_Q": str(layout["nq"]), "N_DIAG": str(layout["n_diag"]),
         "N_EXTRA": str(layout["nq"] + 2 * info.n_u + 3), "N_STEPS": str(info.n_steps),
         "SZ_ARG": str(info.work["sz_arg"]), "SZ_RES": str(info.work["sz_res"]),
@@ -59,6 +60,13 @@ def render(info, const, layout, ffopt_version: str, casadi_version: str) -> dict
             text = text.replace("@" + key + "@", value)
         out[name] = text
     return out
+
+
+def _derivatives_text(n: int) -> str:
+    """'their first 3 derivatives' (n = 3), 'their first derivative' (1), 'no derivatives' (0)."""
+    if n <= 0:
+        return "no derivatives"
+    return "their first derivative" if n == 1 else f"their first {n} derivatives"
 
 
 HEADER = r"""/* ffopt_inverse.h -- the inverse model of the elastic robot "@PROBLEM@", for a robot controller.
@@ -501,7 +509,7 @@ if (ffopt_step(&s, ref, &o) != FFOPT_OK) { /* stop the robot (state not advanced
 /* apply o.u [@U_UNIT@] as feedforward, track o.qm [rad], o.dqm [rad/s] with the motor loop */
 ```
 
-The reference is the outputs (@OUT_NAMES@) and their first @N_DERIV@ - 1 derivatives at each sample,
+The reference is the outputs (@OUT_NAMES@) and @DERIVS@ at each sample,
 e.g. the states of a Butterworth prefilter in controller canonical form (Thuemmel, Otter & Bals,
 eq. 12). It must start at rest at the start pose given to `ffopt_init`.
 

@@ -134,9 +134,13 @@ def _start(problem):
     from ffopt.dae.equilibrium import static_equilibrium
     from ffopt.dae.forms import choose_dummy_set
 
-    model = problem.model
+    from ffopt.sim.baselines import start_configuration
+
+    model, spec = problem.model, problem.reference_spec
     y0 = np.asarray(problem.reference.evaluate(np.array([0.0]))).ravel()
-    q0 = static_equilibrium(model, y0, problem.reference_spec.joint_guess)
+    guess = spec.joint_guess  # else the start the path check of a plan finds
+    q0 = static_equilibrium(model, y0, guess if guess is not None else
+                            start_configuration(model, problem.reference, None, spec.start_field))
     return y0, q0, choose_dummy_set(model, q0[: model.layout.n_link])
 
 

@@ -447,17 +447,41 @@ def _plant(problem: Problem, plant, values: dict | None, label: str | None):
     return plant_problem.model, text, changes
 
 
+def _modes_per_link(model) -> dict[str, int]:
+    """Joint name -> modal coordinates of its flexible link (none for a rigid model)."""
+    return {model.chain.joints[link.joint].name: link.modes for link in getattr(model, "links", ())}
+
+
+def _modes_difference(plan: dict[str, int], plant: dict[str, int]) -> str:
+    """The links whose modal coordinates differ, e.g. "link 'shoulder': 3 modes in the plant, 2 in the planning
+    model (model.joints.shoulder.flexible.modes)"."""
+    def count(n: int) -> str:
+        return f"{n} mode{'s' * (n != 1)}" if n else "rigid"
+
+    return "; ".join(f"link {name!r}: {count(plant.get(name, 0))} in the plant, {count(plan.get(name, 0))} in the "
+                     f"planning model (model.joints.{name}.flexible.modes)"
+                     for name in dict.fromkeys([*plan, *plant]) if plan.get(name, 0) != plant.get(name, 0))
+
+
 def _check_plant(problem: Problem, plant, source: str) -> None:
+    """ProblemError naming what differs between the planning model and the plant: the joints (names, kinds,
+    order), the flexible links' modal coordinates, or the outputs. The plan's torques, references and states
+    belong to the planning model's coordinates."""
     model = problem.model
-    a, b = model.layout, plant.layout
     kinds = lambda m: [(j.name, j.kind) for j in m.chain.joints]  # noqa: E731
-    if kinds(model) != kinds(plant) or a != b:
+    if kinds(model) != kinds(plant):
         raise ProblemError(f"{source}: the plant's joints {kinds(plant)} do not match the planning model's "
                            f"{kinds(model)}: the plan's torques and references belong to those joints (same names, "
                            "kinds and order)")
-    if model.coordinate_names() != plant.coordinate_names():
+    if model.layout != plant.layout or model.coordinate_names() != plant.coordinate_names():
+        modes_plan, modes_plant = _modes_per_link(model), _modes_per_link(plant)
+        if modes_plan != modes_plant:
+            raise ProblemError(f"{source}: the plant has other modal coordinates than the planning model: "
+                               f"{_modes_difference(modes_plan, modes_plant)}; the plan's states and references hold "
+                               "the planning model's coordinates: simulate it on a plant with the same modes per link "
+                               "(or plan on the plant's model)")
         raise ProblemError(f"{source}: the plant's coordinates {plant.coordinate_names()} do not match the planning "
-                           f"model's {model.coordinate_names()} (e.g. another number of flexible-link modes)")
+                           f"model's {model.coordinate_names()}")
     if tuple(plant.outputs) != tuple(problem.outputs):
         raise ProblemError(f"{source}: the plant's outputs {list(plant.outputs)} differ from the plan's "
                            f"{list(problem.outputs)}: the tool error is measured on the plan's outputs")

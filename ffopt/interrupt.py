@@ -9,11 +9,17 @@ command line to exit with 130 whatever exception the interrupt turned into.
 SIGTERM (``timeout``, job schedulers, ``docker stop``) and SIGHUP (a closed terminal) take the same
 path as a Ctrl-C: the temporary folders are removed and a sweep writes its table; ``signal_number()``
 says which signal it was (the command line exits with 128 + its number: 130, 143, 129).
+
+CasADi's SUNDIALS interfaces also report such an interrupt on stderr ("rhs failed: KeyboardInterrupt", the
+right-hand side of CVODES stopped by it); inside ``catch_interrupts()`` that line is dropped, since the
+command line says "interrupted" itself.
 """
 
 from __future__ import annotations
 
+import re
 import signal
+import sys
 import threading
 from contextlib import contextmanager
 
@@ -44,10 +50,56 @@ def _in_main_thread() -> bool:
     return threading.current_thread() is threading.main_thread()
 
 
+_REPORT_START = re.compile(r"[A-Za-z]+ failed: ")  # CasADi writes "rhs failed: ", "KeyboardInterrupt", "\n"
+_INTERRUPT_REPORT = re.compile(r"[A-Za-z]+ failed: KeyboardInterrupt\n")
+
+
+class _WithoutInterruptReports:
+    """A text stream that passes everything on to ``stream`` except CasADi's one-line report of an interrupt
+    (``_INTERRUPT_REPORT``). A write that starts such a line is held until its line ends (at most 200
+    characters), then dropped or passed on."""
+
+    def __init__(self, stream):
+        self.stream, self.held = stream, ""
+
+    def write(self, text: str) -> int:
+        if not self.held and not _REPORT_START.fullmatch(text):
+            return self.stream.write(text)
+        self.held += text
+        if "\n" in self.held or len(self.held) > 200:
+            held, self.held = self.held, ""
+            if not _INTERRUPT_REPORT.fullmatch(held):
+                self.stream.write(held)
+        return len(text)
+
+    def release(self) -> None:
+        """Pass on a held partial line."""
+        held, self.held = self.held, ""
+        if held:
+            self.stream.write(held)
+
+    def __getattr__(self, name):  # flush, fileno, isatty, encoding, ...: the stream's
+        return getattr(self.stream, name)
+
+
+@contextmanager
+def _interrupt_reports_dropped():
+    stream = sys.stderr
+    sys.stderr = _WithoutInterruptReports(stream)
+    try:
+        yield
+    finally:
+        if isinstance(sys.stderr, _WithoutInterruptReports):
+            sys.stderr.release()
+            if sys.stderr.stream is stream:
+                sys.stderr = stream
+
+
 @contextmanager
 def catch_interrupts():
     """Record SIGINT, SIGTERM and SIGHUP (and raise KeyboardInterrupt for each) inside the block; a signal
-    that is ignored stays ignored. The record is cleared when the block ends."""
+    that is ignored stays ignored. The record is cleared when the block ends. CasADi's reports of the
+    interrupts it caught are dropped from stderr (module docstring)."""
     _received.clear()
     _signum[0] = signal.SIGINT
     if not _in_main_thread():
@@ -55,7 +107,8 @@ def catch_interrupts():
         return
     previous = {s: signal.signal(s, _on_sigint) for s in SIGNALS if _handled(s)}
     try:
-        yield
+        with _interrupt_reports_dropped():
+            yield
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)

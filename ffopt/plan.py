@@ -287,7 +287,10 @@ def _plan(problem, method, order, step, form, scaling_power, verify, compile, pr
     from ffopt.sim.baselines import rigid_inverse_kinematics
 
     t_check = np.linspace(0.0, reference.t_end, 401)
-    qa_check = rigid_inverse_kinematics(model, reference, t_check, guess)
+    qa_check = rigid_inverse_kinematics(model, reference, t_check, guess, problem.reference_spec.start_field)
+    if guess is None:  # the start the inverse kinematics found: every stage after starts there (problem.toml too)
+        problem = problem.with_joint_guess(qa_check[0, : problem.chain.n_joints])
+        guess = problem.reference_spec.joint_guess
     check_joint_limits(problem.chain, t_check, qa_check)
     check_joint_speeds(problem, t_check, qa_check)
     standstill = _warn_standstill(problem, reference.evaluate(t_check), say)

@@ -125,16 +125,15 @@ def slp_rows(factor: float, n_shape: int = 8, max_iter: int = 20) -> list[dict]:
     if factor != 1.0:
         problem = with_duration_factor(problem, factor)
     tic = time.perf_counter()
-    c, _ = shape_for_rest(problem, 6, duration_factors=())
+    c, _ = shape_for_rest(problem, duration_factors=())
     plain = problem.with_values({"reference.time_law_shape": c.tolist()})
     out = [row(f"rest to rest, {problem.reference_spec.duration:.3g} s move", plain, plan(plain),
                wall=time.perf_counter() - tic)]
     tic = time.perf_counter()
     plans = _RobustPlans(problem, n_shape)
-    start = np.zeros(n_shape)
-    start[: len(c)] = c
     nom = problem.model.layout.nq + problem.model.layout.n_u
-    cr, info = _search(plans, start, max_iter, n_rest_rows=nom)
+    w, info = _search(plans, plans.variables(c), max_iter, n_rest_rows=nom)
+    cr = plans.coefficients(w)
     robust = problem.with_values({"reference.time_law_shape": cr.tolist()})
     out.append(row(f"SLP with mismatch rows, {problem.reference_spec.duration:.3g} s move", robust, plan(robust),
                    f"{info['iterations']} iterations, {plans.solves} BDF solves (each with 4 closed-loop runs)",

@@ -86,6 +86,8 @@ CASES = [
     Case("missing-file", ("nothere.toml", "no such problem file"), argv=["plan", "{work}/nothere.toml", "--out", "{out}"]),
     Case("directory-as-problem", ("is a directory, expected a TOML problem file",),
          argv=["plan", "{work}", "--out", "{out}"]),
+    Case("export-folder-not-a-plan", ("not a plan folder (no summary.json",),
+         argv=["export", "{work}", "--out", "{out}"]),
     # --- schema: unknown keys, missing keys, types
     Case("unknown-key", ("bad.toml", "reference.durtion", "did you mean 'duration'"), _rename("reference.duration", "durtion")),
     Case("unknown-table", ("bad.toml", "solvers", "unknown key"), _set("solvers.order", 3)),

@@ -66,6 +66,8 @@ def test_e12_folder_contents_and_clean_compile(e12):
     assert "[m/s^2]" in header and "[N m]" in header  # units of the reference and of u
     meta = json.loads((folder / "meta.json").read_text())
     assert (meta["n_u"], meta["n_out"], meta["n_derivs"], meta["order"]) == (2, 2, 3, 6)
+    # the README says how many derivatives in words (it said "their first 3 - 1 derivatives")
+    assert "(x [m], z [m]) and their first 2 derivatives at each sample" in (folder / "README.md").read_text()
 
 
 @needs_cc
@@ -237,3 +239,74 @@ def test_simulate_exported_refuses_another_robot(e12):
     other = problem.with_values({"model.joints.q2.stiffness": 0.5e5})  # the same start pose, another deflection
     with pytest.raises(ProblemError, match="start state .* differs"):
         ffopt.simulate(other, exported=folder)
+
+
+# ------------------------------------------------------------------ instruction tables, plan folders, the budget
+@needs_cc
+def test_instruction_tables_give_the_straight_line_results_bit_for_bit(e12, tmp_path, monkeypatch):
+    """E12's step with every straight-line function as an instruction table (budget 0): the harness's outputs
+    equal those of the straight-line build bit for bit (the same C expression per operation, in order)."""
+    import ffopt.export.generate as generate
+
+    problem, folder, info, build = e12
+    assert info.code["tabled_instructions"] == 0  # E12 is small: straight-line C (3105 statements)
+    monkeypatch.setattr(generate, "DEFAULT_BUDGET", 0)
+    tabled = export_problem(problem, tmp_path / "tables")
+    assert tabled.code["straight_line_statements"] == 0 and len(tabled.code["tabled_functions"]) >= 2
+    text = (tmp_path / "tables" / "ffopt_generated.c").read_text()
+    assert "switch (s[i].op)" in text and "instruction table" in (tmp_path / "tables" / "README.md").read_text()
+    _, straight = run_harness(build, folder, runs=1)
+    _, rows = run_harness(compile_folder(tmp_path / "tables"), tmp_path / "tables", runs=1)
+    np.testing.assert_array_equal(rows, straight)
+
+
+def test_tabulate_leaves_a_function_with_another_statement_alone():
+    from ffopt.export.tables import tabulate
+
+    head = ("static int casadi_f{n}(const casadi_real** arg, casadi_real** res, casadi_int* iw, casadi_real* w, "
+            "int mem) {{\n  (void) arg; (void) res; (void) iw; (void) w; (void) mem;\n")
+    simple = ("  w[0]=arg[0]? arg[0][2] : 0;\n  w[1]=-2.5000000000000000e+00;\n  w[2]=(w[0]*w[1]);\n"
+              "  w[2]=casadi_fmax(w[2],w[0]);\n  w[3]=(2.*w[2]);\n  if (res[0]!=0) res[0][1]=w[3];\n")
+    other = simple + "  for (i=0; i<3; ++i) w[i] = 0;\n"
+    text = head.format(n=0) + simple + "  return 0;\n}\n" + head.format(n=1) + other + "  return 0;\n}\n"
+    out, report = tabulate(text, budget=0)
+    assert report.tabled == {"casadi_f0": 6} and report.straight_line_statements == 0
+    assert "{0,0,0,2}" in out and "k[1] = {-2.5000000000000000e+00}" in out  # the input's arg, nonzero; the literal
+    assert out.endswith(head.format(n=1) + other + "  return 0;\n}\n")  # the loop: not a table shape
+    assert tabulate(text, budget=6)[0] == text  # within the budget: unchanged
+
+
+@needs_cc
+def test_a_plan_folder_exports_the_problem_as_planned(tmp_path):
+    """`ffopt export PLAN_DIR`: the plan's problem.toml (E12's rest-to-rest time law) is exported, and the
+    exported model run over its reference reproduces the plan's torque table."""
+    plan_dir = tmp_path / "plan"
+    assert main(["plan", str(PROBLEMS / "e12_line.toml"), "--out", str(plan_dir), "--quiet", "--no-plots"]) == 0
+    out = tmp_path / "c"
+    assert main(["export", str(plan_dir), "--out", str(out), "--quiet"]) == 0
+    planned = ffopt.load_problem(plan_dir / "problem.toml")
+    assert planned.reference_spec.time_law_shape  # the plan's own time law ...
+    t, r = reference_samples(planned, 1e-3)
+    exported = np.fromfile(out / "reference.bin", dtype="<f8").reshape(len(t), -1)
+    np.testing.assert_array_equal(exported, r)
+    _, unshaped = reference_samples(ffopt.load_problem(PROBLEMS / "e12_line.toml"), 1e-3)
+    assert np.abs(unshaped - r).max() > 0.1  # ... not the file's poly11
+    _, rows = run_harness(compile_folder(out), out, runs=1)
+    u = np.load(plan_dir / "trajectory.npz")
+    table = np.column_stack([u["u_q1"], u["u_q2"]])
+    np.testing.assert_allclose(rows[:, :2], table, rtol=0, atol=1e-9 * np.abs(table).max())
+
+
+@needs_cc
+def test_the_harness_flags_calls_over_its_budget(e12):
+    problem, folder, info, build = e12
+    timing, _ = run_harness(build, folder, runs=2, budget_us=1e-3)  # 1 ns: every call is over
+    assert timing["over_budget_calls"] == 2 * timing["steps"] and timing["over_budget_steps"] == timing["steps"]
+    assert timing["over_budget_line"].startswith("harness: OVER BUDGET: ")
+    assert "the code needs more than the budget there" in timing["over_budget_line"]
+    assert 1 <= timing["worst_call_step"] <= timing["steps"] and 1 <= timing["worst_call_run"] <= 2
+    timing, _ = run_harness(build, folder, runs=2, budget_us=1e9)
+    assert timing["over_budget_calls"] == 0 and timing["over_budget_line"] == ""
+    proc = subprocess.run([str(build.harness), str(folder / "reference.bin"), str(folder / "build" / "o.bin"), "1",
+                           "0.001"], capture_output=True, text=True)
+    assert proc.returncode == 3 and proc.stderr.count("\n") == 1

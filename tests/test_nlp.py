@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import assert_structured_derivatives_match_ad
+from helpers import assert_structured_derivatives_match_ad, paper_problem
 from ffopt.dae.equilibrium import static_equilibrium
 from ffopt.dae.inverse import solve_inverse_bdf
 from ffopt.errors import ProblemError, SolverError
@@ -23,7 +23,7 @@ PROBLEMS = Path(__file__).resolve().parents[1] / "problems"
 
 
 def _load(name):
-    p = load_problem(PROBLEMS / name)
+    p = paper_problem(PROBLEMS / name)
     return p, p.model, p.reference, p.reference_spec.joint_guess
 
 

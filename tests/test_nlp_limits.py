@@ -25,6 +25,7 @@ import pytest
 import ffopt.nlp.solve as nlp_solve
 from ffopt.errors import ProblemError, SolverError
 from ffopt.io.problem import load_problem
+from helpers import paper_problem
 from ffopt.nlp.monitor import NlpProgress, SolveMonitor
 from ffopt.nlp.settings import NlpSettings
 from ffopt.nlp.solve import solve_inverse_nlp, warm_start_trajectory
@@ -40,14 +41,14 @@ def _e1_peak() -> float:
     two forms agreeing to 1e-7 (measured on 2026-11-27)."""
     from ffopt.dae.inverse import solve_inverse_bdf
 
-    p = load_problem(PROBLEMS / "e1_complete.toml")
+    p = paper_problem(PROBLEMS / "e1_complete.toml")
     traj = solve_inverse_bdf(p.model, p.reference, 6, 1e-3, "I3", None, p.reference_spec.joint_guess)
     return float(np.abs(traj.u).max())
 
 
 @functools.lru_cache(maxsize=None)
 def _problem(name):
-    p = load_problem(PROBLEMS / name)
+    p = paper_problem(PROBLEMS / name)
     m, r, g = p.model, p.reference, p.reference_spec.joint_guess
     warm, _ = warm_start_trajectory(m, r, g, 1e-3)
     return p, m, r, g, warm
@@ -359,7 +360,9 @@ def test_ctrl_c_during_ipopt_exits_130_and_writes_nothing(tmp_path, backend):
     """A real SIGINT while IPOPT iterates: CasADi's IPOPT interface catches it (status
     NonIpopt_Exception_Thrown); ffopt must still exit 130 with no output folder."""
     problem = tmp_path / "e1_hard.toml"  # the hard E1 NLP at h = 2.5 ms: ~5 s of IPOPT iterations
-    problem.write_text((PROBLEMS / "e1_complete.toml").read_text() + "\n[nlp]\nstep = 2.5e-3\n"
+    paper_move = (PROBLEMS / "e1_complete.toml").read_text().replace("duration = 0.3 ", "duration = 0.1 ")
+    assert "duration = 0.1 " in paper_move  # the paper's move (helpers.PAPER_MOVES)
+    problem.write_text(paper_move + "\n[nlp]\nstep = 2.5e-3\n"
                        f'tracking = "penalty"\ntorque_max = [{0.2 * _e1_peak()}]\n')
     out = tmp_path / "out"
     proc = subprocess.Popen(_cli_with_sigint_handler("plan", str(problem), "--out", str(out), "--no-plots",

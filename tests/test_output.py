@@ -170,11 +170,11 @@ def test_plan_updates_its_own_folder_in_place(tmp_path, capsys):
     assert sorted(p.name for p in out.iterdir()) == sorted([MARKER, *DATA, "torques.png"])
     (out / "notes.md").write_text("run 1: looks fine")
     first = read_trajectory_csv(out / "trajectory.csv")
-    assert plan_cli(out, "--no-plots", "--step", "0.0025") == 0
+    assert plan_cli(out, "--no-plots", "--step", "0.002") == 0
     assert sorted(p.name for p in out.iterdir()) == sorted([MARKER, "notes.md", *DATA])
     assert (out / "notes.md").read_text() == "run 1: looks fine"
     second = read_trajectory_csv(out / "trajectory.csv")
-    assert len(second["t"]) == 2 * len(first["t"]) - 1  # the new run's 2.5 ms grid, not the old 5 ms one
+    assert len(second["t"]) == (len(first["t"]) - 1) // 2 + 1  # the new run's 2 ms grid, not the old 1 ms one
     assert json.loads((out / "summary.json").read_text())["files"] == ["trajectory.csv", "trajectory.npz",
                                                                         "trajectory.mat", "problem.toml", "summary.json"]
 

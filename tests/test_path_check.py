@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import ffopt.sim.baselines as baselines
-from ffopt.errors import PathError
+from ffopt.errors import PathError, ProblemError
 from ffopt.io.problem import problem_from_dict
 from ffopt.sim.baselines import rigid_inverse_kinematics
 
@@ -137,3 +137,129 @@ def test_workspace_exit_is_named_before_a_later_singularity():
             joint_guess=[0.0, -0.5, 1.2])
     with pytest.raises(PathError, match=r"(singularity|leaves the workspace) at t = 0\.\d+ s"):
         check(p)
+
+
+# ------------------------------------------------------------------ the start pose: several starts, q_start_deg
+def _ur5_dict() -> dict:
+    d = tomllib.loads((PROBLEMS / "ur5_line.toml").read_text())
+    d["model"]["urdf"] = str(PROBLEMS / d["model"]["urdf"])
+    return d
+
+
+def _pinocchio_tool_pose(problem, qa):
+    """Tool point (m) and rotation of the UR5 at qa by Pinocchio's forward kinematics of the URDF itself (tool0's
+    frame, the problem's tool_origin in it): independent of ffopt's reading of the URDF."""
+    import pinocchio as pin
+
+    model = pin.buildModelFromUrdf(str(PROBLEMS / "urdf" / "ur5.urdf"))
+    data = model.createData()
+    pin.framesForwardKinematics(model, data, np.asarray(qa, float))
+    M = data.oMf[model.getFrameId("tool0")]
+    return M.translation + M.rotation @ np.array([0.0, 0.0, 0.1]), M.rotation
+
+
+def _ypr(R) -> np.ndarray:
+    """Z-Y-X angles of R = Rz(yaw) Ry(pitch) Rx(roll)."""
+    return np.array([math.atan2(R[1, 0], R[0, 0]), math.atan2(-R[2, 0], math.hypot(R[2, 1], R[2, 2])),
+                     math.atan2(R[2, 1], R[2, 2])])
+
+
+def test_a_reachable_start_is_found_without_a_joint_guess():
+    """UR5 line without joint_guess: the zero pose is a singular stretched arm from which Newton does not reach the
+    start (it said "the path leaves the workspace at t = 0 s"); several starts find a configuration within the joint
+    limits whose tool pose, by Pinocchio, is the start."""
+    d = _ur5_dict()
+    del d["reference"]["joint_guess"]
+    p = problem_from_dict(d, "ur5_line.toml")
+    qa = check(p)[0]
+    assert all(j.q_min <= q <= j.q_max for j, q in zip(p.chain.joints, qa))
+    point, R = _pinocchio_tool_pose(p, qa)
+    ref = d["reference"]
+    assert np.abs(1000 * point - ref["start_mm"]).max() < 1e-6  # mm
+    yaw, pitch, roll = np.degrees(_ypr(R))
+    target = np.array(ref["orientation_start_deg"], float)
+    assert abs(yaw - target[0]) < 1e-7 and abs(pitch - target[1]) < 1e-7 and abs(abs(roll) - abs(target[2])) < 1e-7
+
+
+def test_an_unreachable_start_names_its_field_and_the_starts_tried(tmp_path, capsys):
+    from ffopt.cli.main import main
+
+    d = tomllib.loads((PROBLEMS / "e12_line.toml").read_text())
+    d["reference"]["start_mm"] = [2600.0, -345.0]  # beyond E12's 2.2 m reach
+    del d["reference"]["joint_guess"]
+    path = tmp_path / "far.toml"
+    from helpers import toml_text
+
+    path.write_text(toml_text(d))
+    assert main(["plan", str(path), "--out", str(tmp_path / "out"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert ("reference.start_mm: no inverse kinematics solution found from 17 starts (the zero pose, 16 pseudo-random "
+            "configurations within the joint limits) for the start of the path, t = 0 s (target x = 2600.00 mm") in err
+    assert "leaves the workspace" not in err and err.count("\n") == 1 and not (tmp_path / "out").exists()
+
+
+def test_a_line_starts_from_a_joint_configuration_q_start_deg():
+    """E12 (planar, passive joint at rest): the start of a line from q_start_deg is the closed-form forward
+    kinematics x = l1 c1 + l2 c12 + l3 c123, z = -(l1 s1 + l2 s12 + l3 s123) with q3 = 0, and the inverse
+    kinematics starts there (the default joint_guess)."""
+    d = tomllib.loads((PROBLEMS / "e12_line.toml").read_text())
+    for key in ("start_mm", "joint_guess"):
+        del d["reference"][key]
+    d["reference"]["q_start_deg"] = [-10.0, 35.0]
+    p = problem_from_dict(d, "e12_q.toml")
+    q1, q2 = np.radians([-10.0, 35.0])
+    x = 1.0 * math.cos(q1) + 1.0 * math.cos(q1 + q2) + 0.2 * math.cos(q1 + q2)
+    z = -(1.0 * math.sin(q1) + 1.0 * math.sin(q1 + q2) + 0.2 * math.sin(q1 + q2))
+    assert np.abs(p.reference_spec.start - [x, z]).max() < 1e-15
+    assert np.array_equal(p.reference_spec.joint_guess, [q1, q2, 0.0])
+    assert p.reference_spec.start_field == "reference.q_start_deg"
+    assert np.abs(check(p)[0] - [q1, q2, 0.0]).max() < 1e-12  # the IK's start is the configuration itself
+
+
+def test_q_start_deg_on_a_6_axis_line_gives_the_pose_pinocchio_gives():
+    d = _ur5_dict()
+    ref = d["reference"]
+    for key in ("start_mm", "orientation_start_deg", "joint_guess"):
+        del ref[key]
+    ref["q_start_deg"] = [-36.768, -90.847, 88.19, -87.342, -90.0, -36.768]
+    p = problem_from_dict(d, "ur5_q.toml")
+    qa = np.radians(ref["q_start_deg"])
+    point, R = _pinocchio_tool_pose(p, qa)
+    start = p.reference_spec.start
+    assert np.abs(start[:3] - point).max() < 1e-12
+    yaw, pitch, roll = _ypr(R)
+    assert abs(start[3] - yaw) < 1e-12 and abs(start[4] - pitch) < 1e-12
+    assert abs(start[5] - (roll + 2 * np.pi * round((math.pi - roll) / (2 * np.pi)))) < 1e-12  # roll on the end's side
+    assert abs(start[5] - math.pi) < math.pi  # within half a turn of the end's 180 deg
+
+
+def test_q_start_deg_with_the_pose_too_or_on_a_polyline():
+    d = tomllib.loads((PROBLEMS / "e12_line.toml").read_text())
+    d["reference"]["q_start_deg"] = [0.0, 20.0]
+    with pytest.raises(ProblemError, match=r"reference\.start_mm: the start is given by reference\.q_start_deg"):
+        problem_from_dict(d, "both.toml")
+    poly = tomllib.loads((PROBLEMS / "e12_polyline.toml").read_text())
+    rows = poly["reference"]["points_mm"]
+    plain = problem_from_dict(poly, "poly.toml")
+    q = np.degrees(check(plain)[0][:2])
+    poly["reference"]["points_mm"] = rows[1:]  # the points after the start
+    poly["reference"]["q_start_deg"] = q.tolist()
+    poly["reference"].pop("joint_guess", None)
+    from_q = problem_from_dict(poly, "poly_q.toml")
+    assert np.abs(from_q.reference_spec.params["points"] - plain.reference_spec.params["points"]).max() < 1e-12
+
+
+def test_a_plan_without_joint_guess_starts_every_stage_at_the_start_found():
+    """The path check's start configuration becomes the plan's reference.joint_guess (the equilibrium, the BDF
+    and the verification start there, and problem.toml records it), the same as the file's own guess on E12."""
+    import ffopt
+
+    d = tomllib.loads((PROBLEMS / "e12_line.toml").read_text())
+    guess = d["reference"].pop("joint_guess")
+    result = ffopt.plan(problem_from_dict(d, "e12_no_guess.toml"), verify=False)
+    found = result.problem.reference_spec.joint_guess
+    assert result.problem.to_dict()["reference"]["joint_guess"] == found.tolist()
+    planned = ffopt.plan(ffopt.load_problem(PROBLEMS / "e12_line.toml"), verify=False)
+    q0 = planned.trajectory.q[0, :3]
+    assert np.abs(result.trajectory.q[0, :3] - q0).max() < 1e-12  # the same equilibrium as with the file's guess
+    assert np.abs(found[:2] - q0[:2]).max() < 0.2 and abs(found[1] - guess[1]) < 0.2  # the same elbow branch

@@ -174,9 +174,10 @@ def test_default_verification_is_the_full_tables_first_rows_on_one_integrator():
 def test_verify_option_and_problem_setting(tmp_path, capsys):
     d = tomllib.loads(E1.read_text())
     d["verification"] = {"cases": "full"}
+    d["solver"]["step"] = 5e-3  # Moberg & Hanssen's step: the rest-to-rest plan misses during the move (test_cli)
     full_file = tmp_path / "full.toml"
     full_file.write_text(toml_text(d))
-    # exit 3: E1 at 5 ms misses its tolerance during the move (test_cli.e1_out); the files are written
+    # exit 3: E1 at 5 ms misses its tolerance during the move; the files are written
     assert main(["plan", str(full_file), "--out", str(tmp_path / "a"), "--quiet", "--no-plots"]) == 3
     s = json.loads((tmp_path / "a" / "summary.json").read_text())["verification"]
     assert s["case_set"] == "full" and "pd_only" in s["tool_error"] and "rigid_feedforward_pd" in s["tool_error"]

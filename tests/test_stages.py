@@ -14,6 +14,7 @@ from ffopt.analysis.linear import ZeroDynamicsReport
 from ffopt.dae.equilibrium import static_equilibrium
 from ffopt.dae.forms import choose_dummy_set
 from ffopt.io.problem import load_problem
+from helpers import paper_problem
 from ffopt.nlp.settings import NlpSettings
 from ffopt.nlp.solve import choose_strategy, pre_actuation_rate, solve_inverse_nlp, warm_start_trajectory
 from ffopt.nlp.stages import build_stages
@@ -103,7 +104,7 @@ def test_stages_group_intervals():
 
 # ------------------------------------------------------------------------------ fatrop backend
 def _solve(name, backend, **changes):
-    p = load_problem(PROBLEMS / name)
+    p = paper_problem(PROBLEMS / name)
     m, r, g = p.model, p.reference, p.reference_spec.joint_guess
     s = dataclasses.replace(p.nlp, strategy="causal", backend=backend, **changes)
     warm, _ = warm_start_trajectory(m, r, g, 1e-3)

@@ -12,28 +12,32 @@ import numpy as np
 
 from ffopt.cache import per_model
 from ffopt.errors import PathError
+from ffopt.models.chain import configuration_starts
 from ffopt.models.flexible import FlexibleModel
 
 
 def static_equilibrium(model: FlexibleModel, y_target: np.ndarray, qa_guess: np.ndarray | None = None,
                        where: str = "the start of the path") -> np.ndarray:
-    """Configuration q = [qa; qm] at rest with the tool outputs at y_target."""
+    """Configuration q = [qa; qm] at rest with the tool outputs at y_target: Newton from ``qa_guess``; without
+    one (or where it does not converge and the guess is not given) from the starts of
+    ``ffopt.models.chain.configuration_starts``, the first that converges."""
     L = model.layout
     G, solver = per_model(model, "static_equilibrium", lambda: _static_solver(model))
-    qa0 = np.zeros(L.n_link)
-    if qa_guess is not None:  # a guess of the joint angles only (joint_guess) leaves extra coordinates at rest
-        g = np.asarray(qa_guess, float).ravel()
-        qa0[: g.size] = g[: L.n_link]
-    guess = np.concatenate([qa0, qa0[list(L.gear)]])
     y_target = np.asarray(y_target, float).ravel()
-    q0 = np.array(solver(guess, y_target)).ravel()
-    resid = np.abs(np.array(G(q0, y_target))).max()
-    if not np.all(np.isfinite(q0)) or resid > 1e-8 * _torque_scale(model):
-        raise PathError(
-            f"no static equilibrium with the tool at {np.round(1000 * y_target, 3).tolist()} mm at "
-            f"{where} (residual {resid:.3g}): the point may be outside the workspace; check reference.start_mm "
-            "and give reference.joint_guess near the intended configuration")
-    return q0
+    starts = [qa_guess] if qa_guess is not None else [q for _, q in configuration_starts(model.chain)]
+    for start in starts:
+        qa0 = np.zeros(L.n_link)
+        g = np.asarray(start, float).ravel()  # a guess of the joint angles only leaves extra coordinates at rest
+        qa0[: g.size] = g[: L.n_link]
+        q0 = np.array(solver(np.concatenate([qa0, qa0[list(L.gear)]]), y_target)).ravel()
+        resid = np.abs(np.array(G(q0, y_target))).max()
+        if np.all(np.isfinite(q0)) and resid <= 1e-8 * _torque_scale(model):
+            return q0
+    raise PathError(
+        f"no static equilibrium with the tool at {np.round(1000 * y_target, 3).tolist()} mm at "
+        f"{where} (residual {resid:.3g}"
+        + ("" if qa_guess is not None else f"; {len(starts)} starts tried") + "): the point may be outside the "
+        "workspace; check reference.start_mm and give reference.joint_guess near the intended configuration")
 
 
 def _torque_scale(model: FlexibleModel) -> float:

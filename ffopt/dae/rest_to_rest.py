@@ -15,6 +15,17 @@ exact penalty, s' >= 0 on a grid as linear constraints), its Jacobians by forwar
 2 n_shape + 1 or 2 BDF solves per iteration. The compiled BDF step takes the path as data
 (``ffopt.dae.inverse.solve_inverse_bdf``), so a new law costs one path evaluation and one solve, no
 recompilation. ``ends_at_rest`` is the cheap check whether a plan needs it.
+
+Smoothness at the rests. The torque of an elastic-gear arm follows the path's 4th derivative (its relative
+degree), so a law whose derivative n + 1 jumps at a rest (poly11: the 6th) leaves a jump in the torque's second
+derivative there, which BDF of any order resolves only to O(h^2) (``ffopt.reference.time_laws``). The shaping
+terms keep s C^n but change that jump, and the least-peak search made it 6.6x (start) and 9.4x (end) poly11's on
+E12: the torque table then alternated by 1.1 % of its peak from row to row for ~80 ms after each rest. Half of
+that was BDF's error there (1 % of the peak against a 0.1 ms solve, ringing on BDF-6's parasitic roots, modulus
+0.86 at +-80 deg), half the torque's own rise, which the search had pushed into the first 20 ms of the move.
+The searched laws therefore also have derivatives n + 1 .. n + JUNCTION_EXTRA zero at both ends
+(``ffopt.reference.time_laws.junction_family``): E12's table alternates by 4.8e-4 of its peak (the BDF error near
+the rests 1.9e-4 of it instead of 1 %), at a peak torque of 1.27e5 N m instead of 9.9e4 (exact tracking: 1.36e5).
 """
 
 from __future__ import annotations
@@ -29,7 +40,7 @@ from ffopt.dae.inverse import solve_inverse_bdf
 from ffopt.errors import ProblemError
 from ffopt.reference.build import reference_from_spec
 from ffopt.reference.paths import time_law_peak
-from ffopt.reference.time_laws import monotonicity_margin, shaped_time_law
+from ffopt.reference.time_laws import get_time_law, junction_family, monotonicity_margin, shaped_time_law
 
 __all__ = ["ends_at_rest", "not_at_rest_text", "shape_for_rest", "shape_for_rest_cached", "with_duration_factor", "REST_SPEED_RAD_S", "REST_TORQUE_REL", "DURATION_FACTORS"]
 
@@ -45,6 +56,11 @@ _FD_STEP = 1e-4  # central-difference step of the shaping coefficients (|phi_i| 
 _RANK_TOL = 1e-6
 _GAIN_TOL = 1e-6  # the search stops when the linear model promises less than this share of the peak
 _REST_GAIN = 1e-3  # ... plus this share of the rest tolerances (closer to rest than that is noise)
+# The searched laws are C^(n + JUNCTION_EXTRA) across the rests (n: the base law's zero derivatives, 5 for poly11),
+# with N_SHAPE free terms: see ``_Plans``. E12 (BDF-6, 1 ms): the old family (C^5, 6 terms) left the torque table
+# alternating by 1.1 % of its peak for ~80 ms after each rest; C^7 with 8 free terms: 4.8e-4, peak 1.27e5 N m.
+JUNCTION_EXTRA = 2
+N_SHAPE = 8
 
 
 def ends_at_rest(model, traj, speed_tol: float = REST_SPEED_RAD_S, torque_rel: float = REST_TORQUE_REL,
@@ -86,7 +102,9 @@ def not_at_rest_text(end: dict, speed_tol: float = REST_SPEED_RAD_S) -> str:
 
 
 class _Plans:
-    """Exact-tracking BDF plans of one problem for shaping coefficients c (counts the solves)."""
+    """Exact-tracking BDF plans of one problem for the search variables w (counts the solves): the law's
+    shaping coefficients are c = c0 + N w (``junction_family``: n_shape free terms, 2 JUNCTION_EXTRA more
+    coefficients that keep the law C^(n + JUNCTION_EXTRA) at the rests)."""
 
     def __init__(self, problem, n_shape: int, speed_tol: float, torque_rel: float):
         spec = problem.reference_spec
@@ -94,6 +112,8 @@ class _Plans:
             raise ProblemError(f"{problem.source}: reference.kind: a prefiltered move has no time law to shape")
         self.problem, self.spec, self.model, self.n = problem, spec, problem.model, n_shape
         shaped_time_law(spec.time_law, [0.0] * n_shape)  # a polynomial base (ProblemError for cinf)
+        self.c0, self.N = junction_family(spec.time_law, n_shape, JUNCTION_EXTRA)
+        self.n_zero = get_time_law(spec.time_law).n_zero_derivs + JUNCTION_EXTRA
         self.speed_tol, self.torque_rel = speed_tol, torque_rel
         self.solves = 0
         self.progress, self.last_line, self.iteration = None, time.perf_counter(), 0
@@ -102,8 +122,19 @@ class _Plans:
         self.u_scale = float(np.abs(self.base.u).max())
         self.u_static = np.asarray(ends_at_rest(self.model, self.base)[1]["static_input"])
 
-    def law(self, c):
-        return shaped_time_law(self.spec.time_law, np.asarray(c, float), check=False)
+    def coefficients(self, w) -> np.ndarray:
+        """The shaping coefficients (``reference.time_law_shape``) of the search variables w."""
+        return self.c0 + self.N @ np.asarray(w, float)
+
+    def variables(self, c) -> np.ndarray:
+        """The search variables of the law in the family closest to coefficients c (zero-padded)."""
+        full = np.zeros(len(self.c0))
+        c = np.asarray(c, float)[: full.size]
+        full[: c.size] = c
+        return self.N.T @ (full - self.c0)
+
+    def law(self, w):
+        return shaped_time_law(self.spec.time_law, self.coefficients(w), check=False)
 
     def solve(self, c):
         s = self.problem.solver
@@ -139,8 +170,8 @@ class _Plans:
 
     def _monotonicity_rows(self) -> tuple[np.ndarray, np.ndarray]:
         """g(c) = g0 + G c on the grid of ``monotonicity_margin`` (s' / (tau (1 - tau))^n, linear in c)."""
-        _, g0 = monotonicity_margin(self.law(np.zeros(self.n)))
-        G = np.column_stack([monotonicity_margin(self.law(e))[1] - g0 for e in np.eye(self.n)])
+        _, g0 = monotonicity_margin(self.law(np.zeros(self.n)), n_zero=self.n_zero)
+        G = np.column_stack([monotonicity_margin(self.law(e), n_zero=self.n_zero)[1] - g0 for e in np.eye(self.n)])
         return G, g0
 
 
@@ -234,12 +265,13 @@ def _trial(plans: _Plans, c, d, Jr, g, weight, n_rest_rows: int | None = None):
     return best
 
 
-def shape_for_rest(problem, n_shape: int = 6, max_iter: int = 30, speed_tol: float = REST_SPEED_RAD_S,
+def shape_for_rest(problem, n_shape: int = N_SHAPE, max_iter: int = 30, speed_tol: float = REST_SPEED_RAD_S,
                    torque_rel: float = REST_TORQUE_REL, duration_factors=DURATION_FACTORS,
                    progress=None) -> tuple[np.ndarray, dict]:
-    """Shaping coefficients (``reference.time_law_shape``) with which the exact-tracking BDF plan of
-    ``problem`` (its solver's order, step and form) ends at rest (``ends_at_rest``) with the least
-    peak |u|, s monotone. Returns (c, info); info["at_rest"] says whether it rests.
+    """Shaping coefficients (``reference.time_law_shape``, n_shape + 2 JUNCTION_EXTRA of them: n_shape free)
+    with which the exact-tracking BDF plan of ``problem`` (its solver's order, step and form) ends at rest
+    (``ends_at_rest``) with the least peak |u|, s monotone and C^(n + JUNCTION_EXTRA) at the rests. Returns
+    (c, info); info["at_rest"] says whether it rests.
 
     Where no monotone law of n_shape terms rests within the move, info says so with the best end
     residual reached, and the move is lengthened by ``duration_factors`` until one does:
@@ -255,7 +287,7 @@ def shape_for_rest(problem, n_shape: int = 6, max_iter: int = 30, speed_tol: flo
     return c, info
 
 
-def shape_for_rest_cached(problem, n_shape: int = 6, progress=None) -> tuple[np.ndarray, dict]:
+def shape_for_rest_cached(problem, n_shape: int = N_SHAPE, progress=None) -> tuple[np.ndarray, dict]:
     """``shape_for_rest`` with its result kept on disk beside the compiled BDF code ($FFOPT_CACHE_DIR, default
     ~/.cache/ffopt) under a hash of the problem as written (``problem.to_toml()``), n_shape and the ffopt
     version: a second plan of the same problem skips the search (info["cached"] says so)."""
@@ -265,7 +297,7 @@ def shape_for_rest_cached(problem, n_shape: int = 6, progress=None) -> tuple[np.
     import ffopt
     from ffopt.dae.bdf import _cache_dir
 
-    text = f"{ffopt.__version__}\n{n_shape}\n{problem.to_toml()}"
+    text = f"{ffopt.__version__}\n{n_shape}\njunction+{JUNCTION_EXTRA}\n{problem.to_toml()}"
     path = _cache_dir(None) / f"rest_{hashlib.sha256(text.encode()).hexdigest()[:32]}.json"
     try:
         saved = json.loads(path.read_text())
@@ -301,17 +333,14 @@ def _shape_one(problem, n_shape, max_iter, speed_tol, torque_rel, progress=None)
     if rest0:
         info.update(at_rest=True, needed=False, iterations=0, bdf_solves=plans.solves, end_after=end0,
                     peak_input_after=end0["peak_input"], search_time_s=time.perf_counter() - tic)
-        return np.zeros(n_shape), info
-    c0 = np.zeros(n_shape)
-    given = np.asarray(problem.reference_spec.time_law_shape, float)[:n_shape]
-    c0[: given.size] = given
-    c, search = _search(plans, c0, max_iter, progress=progress)
-    law = plans.law(c)
-    rest, end = ends_at_rest(plans.model, plans.solve(c), speed_tol, torque_rel)
+        return plans.coefficients(np.zeros(n_shape)), info
+    w, search = _search(plans, plans.variables(problem.reference_spec.time_law_shape), max_iter, progress=progress)
+    law, c = plans.law(w), plans.coefficients(w)
+    rest, end = ends_at_rest(plans.model, plans.solve(w), speed_tol, torque_rel)
     info.update(at_rest=rest, needed=True, iterations=search["iterations"], bdf_solves=plans.solves, end_after=end,
                 peak_input_after=end["peak_input"], end_residual_max=search["end_residual_max"],
-                time_law=law.name, monotone_margin_min=float(monotonicity_margin(law)[1].min()),
-                law_peak_ratio=_peak_ratios(law, plans.law(np.zeros(n_shape))),
+                time_law=law.name, monotone_margin_min=float(monotonicity_margin(law, n_zero=plans.n_zero)[1].min()),
+                law_peak_ratio=_peak_ratios(law, get_time_law(problem.reference_spec.time_law)),
                 search_time_s=time.perf_counter() - tic)
     if not rest:
         info["message"] = (f"no monotone rest-to-rest law of {n_shape} shaping terms in the "

@@ -32,6 +32,7 @@ import numpy as np
 from ffopt.cache import per_model
 from ffopt.errors import ProblemError
 from ffopt.export import templates
+from ffopt.export.tables import DEFAULT_BUDGET, tabulate
 
 # The settings solve_inverse_bdf passes to solve_bdf (its defaults): the exported Newton is the same.
 NEWTON_TOL, STEP_TOL, MAX_NEWTON_ITER = 1e-10, 1e-9, 20
@@ -65,6 +66,7 @@ class ExportInfo:
     output_units: list[str]
     work: dict = field(default_factory=dict)  # sz_arg, sz_res, sz_iw, sz_w of the generated functions
     zero_dynamics: str = ""
+    code: dict = field(default_factory=dict)  # ffopt.export.tables.TableReport: what runs from instruction tables
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -132,9 +134,13 @@ def _start(problem):
     from ffopt.dae.equilibrium import static_equilibrium
     from ffopt.dae.forms import choose_dummy_set
 
-    model = problem.model
+    from ffopt.sim.baselines import start_configuration
+
+    model, spec = problem.model, problem.reference_spec
     y0 = np.asarray(problem.reference.evaluate(np.array([0.0]))).ravel()
-    q0 = static_equilibrium(model, y0, problem.reference_spec.joint_guess)
+    guess = spec.joint_guess  # else the start the path check of a plan finds
+    q0 = static_equilibrium(model, y0, guess if guess is not None else
+                            start_configuration(model, problem.reference, None, spec.start_field))
     return y0, q0, choose_dummy_set(model, q0[: model.layout.n_link])
 
 
@@ -196,10 +202,11 @@ def _static(model):
     return _static_solver(model)
 
 
-def generate_c(functions, folder: Path) -> None:
+def generate_c(functions, folder: Path, budget: int | None = DEFAULT_BUDGET) -> dict:
     """CasADi C code of ``functions`` into folder/ffopt_generated.{c,h}, made clean under -Wall -Wextra:
     CasADi's generated functions leave some of their standard arguments unused; each such function
-    gets (void) casts of them (no change to what it computes)."""
+    gets (void) casts of them (no change to what it computes). Straight-line functions beyond ``budget``
+    statements become instruction tables (``ffopt.export.tables``; None: none). Returns the table report."""
     # avoid_stack: CasADi keeps the scalars in w, not as local variables whose addresses it passes between
     # the generated functions; with those, GCC 12 at -O2 warned (-Warray-bounds, a false positive after
     # inlining CasADi's copy helper) depending on inlining decisions. Same operations, same results.
@@ -216,7 +223,13 @@ def generate_c(functions, folder: Path) -> None:
     if re.search(r"\b(malloc|calloc|free|printf)\s*\(", text):
         raise ProblemError("the generated code of this model allocates memory or prints: it cannot run in a "
                            "controller with fixed memory (a model option not covered by ffopt export)")
-    path.write_text(_void_unused(text))
+    text = _void_unused(text)
+    report = {}
+    if budget is not None:
+        text, tables = tabulate(text, budget)
+        report = tables.to_dict()
+    path.write_text(text)
+    return report
 
 
 _SIGNATURE = re.compile(
@@ -230,10 +243,12 @@ def _void_unused(text: str) -> str:
     return _RELEASE.sub(lambda m: m.group(1) + "  (void) mem;\n", text)
 
 
-def export_problem(problem, out, sample_time: float | None = None, force: bool = False, say=lambda msg: None
-                   ) -> ExportInfo:
+def export_problem(problem, out, sample_time: float | None = None, force: bool = False, say=lambda msg: None,
+                   straight_line: bool = False) -> ExportInfo:
     """Write the exported inverse of ``problem`` into folder ``out`` (new or empty, or one ffopt export wrote;
-    ``force``: beside other files). Returns what was exported. Raises ProblemError for what cannot run online."""
+    ``force``: beside other files). Returns what was exported. Raises ProblemError for what cannot run online.
+    ``straight_line``: every generated function as straight-line C (the fastest steps; for a 6-axis arm a
+    compile of minutes), else the largest as instruction tables (``ffopt.export.tables``)."""
     import ffopt
     from ffopt.io.results import check_output_folder, write_result_folder
 
@@ -256,7 +271,10 @@ def export_problem(problem, out, sample_time: float | None = None, force: bool =
     say("generating C code")
 
     def fill(tmp: Path) -> None:
-        generate_c([step, equilibrium], tmp)
+        info.code = generate_c([step, equilibrium], tmp, None if straight_line else DEFAULT_BUDGET)
+        if info.code.get("tabled_instructions"):
+            say(f"{info.code['tabled_instructions']} operations as instruction tables, "
+                f"{info.code['straight_line_statements']} as straight-line C (--straight-line: all of them)")
         texts = templates.render(info, const, _layout(model, dae, L), ffopt.__version__, ca.__version__)
         for name, text in texts.items():
             (tmp / name).write_text(text)

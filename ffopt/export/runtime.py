@@ -22,6 +22,7 @@ from ffopt.errors import SolverError
 from ffopt.export.generate import CFLAGS
 
 SOURCES = ("ffopt_inverse.c", "ffopt_generated.c")
+OVER_BUDGET = 3  # the harness's exit status when a call took longer than the sample time
 STATUS = {0: "ok", 1: "Newton did not converge", 2: "not finite", 3: "evaluation failed", 4: "not initialized",
           5: "work arrays too small"}
 
@@ -64,10 +65,14 @@ def compile_folder(folder, cc: str | None = None, build_dir=None) -> Build:
     return Build(lib, harness, "\n".join(m for m in messages if m))
 
 
-def run_harness(build: Build, folder, reference=None, runs: int = 20) -> tuple[dict, np.ndarray]:
+def run_harness(build: Build, folder, reference=None, runs: int = 20, budget_us: float | None = None
+                ) -> tuple[dict, np.ndarray]:
     """Run the harness on ``reference`` (rows of FFOPT_N_REF; default the folder's reference.bin).
-    Returns (timing {steps, median_us, worst_us, worst_call_us, runs, newton_mean, newton_max, budget_us},
-    the output rows [u, qm, dqm, iterations, status] per sample)."""
+    ``budget_us``: the time a call may take (default: the sample time).
+    Returns (timing {steps, median_us, worst_us, worst_call_us, worst_call_step, worst_call_run,
+    over_budget_calls, over_budget_steps, runs, newton_mean, newton_max, budget_us, over_budget_line}, the
+    output rows [u, qm, dqm, iterations, status] per sample). The harness exits 3 when a call took longer than
+    the sample time (budget_us): the timing then holds its stderr line as ``over_budget_line``."""
     folder = Path(folder)
     meta = json.loads((folder / "meta.json").read_text())
     ref_path = folder / "reference.bin"
@@ -75,12 +80,14 @@ def run_harness(build: Build, folder, reference=None, runs: int = 20) -> tuple[d
     if reference is not None:
         ref_path = Path(build.harness).parent / "harness_reference.bin"
         np.ascontiguousarray(reference, dtype="<f8").tofile(ref_path)
-    proc = subprocess.run([str(build.harness), str(ref_path), str(out_path), str(runs)], capture_output=True,
-                          text=True, timeout=900)
-    if proc.returncode != 0:
+    budget = [] if budget_us is None else [repr(float(budget_us))]
+    proc = subprocess.run([str(build.harness), str(ref_path), str(out_path), str(runs), *budget],
+                          capture_output=True, text=True, timeout=900)
+    if proc.returncode not in (0, OVER_BUDGET):
         raise SolverError(f"the exported harness failed: {proc.stderr.strip()}")
     words = proc.stdout.split()
     timing = {k: float(v) for k, v in zip(words[::2], words[1::2])}
+    timing["over_budget_line"] = proc.stderr.strip() if proc.returncode == OVER_BUDGET else ""
     rows = np.fromfile(out_path, dtype="<f8").reshape(-1, 3 * meta["n_u"] + 2)
     return timing, rows
 

@@ -331,6 +331,20 @@ class Problem:
                                "was assembled from a chain object (with_chain)")
         return with_values(self.raw, values, problem_from_dict, self.source)
 
+    def with_joint_guess(self, guess) -> "Problem":
+        """The same problem with reference.joint_guess = ``guess`` (rad, one per joint), e.g. the start configuration
+        the path check found; the model and reference objects are kept (a guess changes neither)."""
+        g = np.asarray(guess, float).ravel()
+        raw = None
+        if self.raw is not None:
+            raw = copy.deepcopy(self.raw)
+            raw["reference"]["joint_guess"] = [float(x) for x in g]
+        new = replace(self, reference_spec=replace(self.reference_spec, joint_guess=g), raw=raw)
+        for name in ("model", "reference"):  # cached properties: built once, shared
+            if name in self.__dict__:
+                new.__dict__[name] = self.__dict__[name]
+        return new
+
     def to_dict(self) -> dict:
         """The problem's tables as a TOML file would hold them (after every change by name)."""
         if self.raw is None:

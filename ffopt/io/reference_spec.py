@@ -31,6 +31,12 @@ law over the whole motion (they do not stop at the via points). Durations are gi
 speed and acceleration limits (each joint its own, or ``synchronized``: all take the slowest).
 A ``prefilter`` move has no time law: the filter smooths its raw profile; its horizon is the raw
 motion, the filter's settling time (to ``settle_tolerance`` of the move) and ``rest_after``.
+
+A line, arc or polyline may start from a joint configuration instead of a tool pose: ``q_start_deg``
+(the actuated link-side angles, as a joint move's) gives the start's tool position, orientation and joint
+outputs by the rigid forward kinematics (passive joints at rest; yaw and roll turned by whole turns to
+the end's side) and is the inverse kinematics' start (``joint_guess``); a polyline's ``points_mm`` then
+list the points after the start.
 """
 
 from __future__ import annotations
@@ -72,7 +78,9 @@ _COMMON = {
                             doc="shaping coefficients c_i added to the polynomial time_law: s = base + sum_i c_i "
                                 "phi_i, phi_i = (4 tau (1 - tau))^(n+1) P_(i-1)(2 tau - 1) (n zero derivatives of the "
                                 "base, P Legendre): keeps the rests' smoothness; s must stay monotone. Found by "
-                                "ffopt.dae.rest_to_rest.shape_for_rest so the arm ends at rest; default none"),
+                                "ffopt.dae.rest_to_rest.shape_for_rest so the arm ends at rest (12 coefficients, the "
+                                "law then also C^(n+2) at the rests: the torque table does not alternate there); "
+                                "default none"),
     "shaper": Field("str", choices=SHAPERS,
                     doc="input shaper convolved with the time law (Singer & Seering): zv or zvd impulses on each "
                         "of shaper_modes; the motion is longer by the shaper's duration (half a damped period per "
@@ -107,21 +115,33 @@ _JOINT_OUTPUTS = {
     "joint_end_rad": Field("vector", unit="rad", doc="joint_end_deg in rad, instead of it"),
 }
 JOINT_OUTPUT_KEYS = tuple(_JOINT_OUTPUTS)
+_JOINT_START = {
+    "q_start_deg": Field("vector", unit="deg",
+                         doc="start from this joint configuration: the actuated link-side joint angles (deg), one per "
+                             "actuated joint in chain order (as a joint move's q_start_deg); the tool pose there (rigid "
+                             "forward kinematics, passive joints at rest) is the start, instead of start_mm, "
+                             "orientation_start_deg and joint_start_deg (on a polyline the points given are the ones "
+                             "after it), and the inverse kinematics starts there (the default joint_guess)"),
+    "q_start_rad": Field("vector", unit="rad", doc="q_start_deg in rad, instead of it"),
+}
 SCHEMAS: dict[str, dict[str, Field]] = {
-    "line": {**_COMMON, **_TIMING, **_ORIENTATION, **_JOINT_OUTPUTS,
-             "start_mm": Field("vector", required=True, unit="mm", doc="tool position outputs at the start (mm)"),
+    "line": {**_COMMON, **_TIMING, **_ORIENTATION, **_JOINT_OUTPUTS, **_JOINT_START,
+             "start_mm": Field("vector", unit="mm", doc="tool position outputs at the start (mm); required unless "
+                                                        "q_start_deg"),
              "end_mm": Field("vector", required=True, unit="mm", doc="tool position outputs at the end (mm)")},
-    "polyline": {**_COMMON, **_JOINT_OUTPUTS,
+    "polyline": {**_COMMON, **_JOINT_OUTPUTS, **_JOINT_START,
                  "points_mm": Field("matrix", required=True, unit="mm",
-                                    doc="start, via points and end (mm), one row each"),
+                                    doc="start, via points and end (mm), one row each (with q_start_deg: the via "
+                                        "points and the end)"),
                  "durations": Field("number_or_vector", unit="s", doc="time of each segment (s), or one for all"),
                  "speed_mm_s": Field("float", check=positive, unit="mm/s",
                                      doc="peak tool speed on each segment (mm/s), instead of durations"),
                  "blend": Field("number_or_vector", default=0.0, unit="s",
                                 doc="overlap of consecutive segments at each via point (s); 0 stops there"),
-                 "orientations_deg": Field("matrix", unit="deg", doc="yaw/pitch/roll outputs at each point (deg)")},
-    "arc": {**_COMMON, **_TIMING, **_ORIENTATION, **_JOINT_OUTPUTS,
-            "start_mm": Field("vector", required=True, unit="mm", doc="tool position at the start (mm)"),
+                 "orientations_deg": Field("matrix", unit="deg",
+                                           doc="yaw/pitch/roll outputs at each point of points_mm (deg)")},
+    "arc": {**_COMMON, **_TIMING, **_ORIENTATION, **_JOINT_OUTPUTS, **_JOINT_START,
+            "start_mm": Field("vector", unit="mm", doc="tool position at the start (mm); required unless q_start_deg"),
             "center_mm": Field("vector", unit="mm", doc="centre of the circle (mm), with angle_deg"),
             "angle_deg": Field("float", unit="deg", doc="signed angle swept about the normal (deg)"),
             "normal": Field("vector", length=3, doc="normal of the arc's plane (3-D arcs with center_mm)"),
@@ -222,6 +242,13 @@ class ReferenceSpec:
     @property
     def start(self) -> np.ndarray | None:
         return self.params.get("start")
+
+    @property
+    def start_field(self) -> str:
+        """The key that gives the path's start, for messages about it."""
+        if self.params.get("q_start_given") or "q_start" in self.params:
+            return "reference.q_start_deg"
+        return "reference.points_mm (row 1)" if self.kind == "polyline" else "reference.start_mm"
 
     @property
     def end(self) -> np.ndarray | None:
@@ -328,7 +355,9 @@ def _point(v, r, key: str, n: int, what: str = "tool position outputs") -> np.nd
     return np.array(x, float)
 
 
-def _orientation_pair(v, r, out: _Outputs):
+def _orientation_pair(v, r, out: _Outputs, start_deg=None):
+    """(start, end) orientation outputs (deg); ``start_deg``: the start from q_start_deg (yaw and roll turned by
+    whole turns to within 180 deg of the end: the same orientation)."""
     keys = ("orientation_start_deg", "orientation_end_deg")
     if not out.ang:
         for k in keys:
@@ -336,14 +365,58 @@ def _orientation_pair(v, r, out: _Outputs):
                 v.fail(f"reference.{k}", "model.outputs has no orientation angle (yaw, pitch, roll) to move")
         return None, None
     names = ", ".join(out.names[i] for i in out.ang)
-    for k in keys:
+    for k in keys if start_deg is None else keys[1:]:
         if r[k] is None:
             v.fail(f"reference.{k}", f"missing: model.outputs has orientation angles ({names})")
-    return (_point(v, r, k, len(out.ang), f"orientation output ({names})") for k in keys)
+    a0, a1 = (None if (start_deg is not None and k == keys[0]) else
+              _point(v, r, k, len(out.ang), f"orientation output ({names})") for k in keys)
+    return (a0 if start_deg is None else _near(start_deg, a1, [out.names[i] for i in out.ang])), a1
 
 
-def _joint_outputs(v, r, out: _Outputs, chain: Chain) -> tuple[np.ndarray | None, np.ndarray | None]:
-    """Start and end angles (rad) of the joint outputs: joint_start_* required, joint_end_* default held."""
+def _near(angles_deg, target_deg, names) -> np.ndarray:
+    """yaw and roll turned by whole turns to within 180 deg of ``target_deg`` (pitch as it is)."""
+    out = np.array(angles_deg, float)
+    for k, name in enumerate(names):
+        if name != "pitch":
+            out[k] += 360.0 * np.round((target_deg[k] - out[k]) / 360.0)
+    return out
+
+
+def _start_pose(v, r, out: _Outputs, chain: Chain):
+    """((position mm, orientation deg, joint outputs rad) of the tool at q_start_deg, the full link vector), or
+    (None, None) without q_start_deg. The start pose is the rigid forward kinematics there (passive joints at
+    rest); the keys that would give it too are refused."""
+    act = chain.actuated
+    names = [chain.joints[i].name for i in act]
+    q = _angle_pair(v, r, "q_start", len(act), f"actuated joint ({', '.join(names)})", required=False)
+    if q is None:
+        return None, None
+    key = "reference.q_start_deg" if r["q_start_deg"] is not None else "reference.q_start_rad"
+    for other in ("start_mm", "orientation_start_deg", "joint_start_deg", "joint_start_rad"):
+        if r.get(other) is not None:
+            v.fail(f"reference.{other}", f"the start is given by {key} (a joint configuration) already: give the "
+                   "start as the joint configuration or as the tool pose, not both")
+    for value, i in zip(q, act):
+        joint = chain.joints[i]
+        if not joint.q_min - 1e-9 <= value <= joint.q_max + 1e-9:
+            v.fail(key, f"{joint.name} = {math.degrees(value):.4g} deg is outside its limits "
+                   f"[{math.degrees(joint.q_min):.4g}, {math.degrees(joint.q_max):.4g}] deg (the URDF's <limit>)")
+    qa = np.zeros(chain.n_joints)
+    qa[act] = q
+    y = _forward_outputs(chain, out.names, qa)
+    return (1000.0 * y[out.pos], np.degrees(y[out.ang]), y[out.joint]), qa
+
+
+def _forward_outputs(chain: Chain, outputs, qa) -> np.ndarray:
+    """model.outputs of the rigid chain at the link angles qa (yaw and roll on (-pi, pi])."""
+    from ffopt.models.flexible import FlexibleModel
+
+    return np.array(FlexibleModel(chain, tuple(outputs)).output(qa), float).ravel()
+
+
+def _joint_outputs(v, r, out: _Outputs, chain: Chain, start=None) -> tuple[np.ndarray | None, np.ndarray | None]:
+    """Start and end angles (rad) of the joint outputs: joint_start_* required (or ``start``, from q_start_deg),
+    joint_end_* default held."""
     if not out.joint:
         for k in JOINT_OUTPUT_KEYS:
             if r[k] is not None:
@@ -351,13 +424,14 @@ def _joint_outputs(v, r, out: _Outputs, chain: Chain) -> tuple[np.ndarray | None
                        "joint_start_deg / joint_end_deg give the angles of joint outputs")
         return None, None
     what = f"joint output, in model.outputs order: {out.joint_names()}"
-    q0 = _angle_pair(v, r, "joint_start", len(out.joint), what, required=False)
+    q0 = _angle_pair(v, r, "joint_start", len(out.joint), what, required=False) if start is None else start
     if q0 is None:
         v.fail("reference.joint_start_deg", f"missing: model.outputs names joints ({out.joint_names()}); give their "
                "angles at the start, joint_start_deg (or joint_start_rad), and joint_end_deg to move them (default: "
                "held at the start)")
     q1 = _angle_pair(v, r, "joint_end", len(out.joint), what, required=False)
-    _check_joint_output_limits(v, r, out, chain, "joint_start", q0)
+    if start is None:
+        _check_joint_output_limits(v, r, out, chain, "joint_start", q0)
     if q1 is None:
         return q0, q0.copy()
     _check_joint_output_limits(v, r, out, chain, "joint_end", q1)
@@ -387,21 +461,37 @@ def _duration(v, r, law, length_m: float) -> float:
     return duration_for_speed(law, length_m, r["speed_mm_s"] / 1000.0)
 
 
+def _start_point(v, r, out: _Outputs, pose) -> np.ndarray:
+    """start_mm, or the position of the start pose from q_start_deg."""
+    if pose is not None:
+        return pose[0]
+    if r["start_mm"] is None:
+        v.fail("reference.start_mm", "missing: give the tool position at the start, or the joint configuration "
+               "q_start_deg there")
+    return _point(v, r, "start_mm", len(out.pos))
+
+
 def _line(v, r, out, law, chain):
     _cartesian(v, "line", out)
-    p0, p1 = (_point(v, r, k, len(out.pos)) for k in ("start_mm", "end_mm"))
-    a0, a1 = _orientation_pair(v, r, out)
-    q0, q1 = _joint_outputs(v, r, out, chain)
+    pose, guess = _start_pose(v, r, out, chain)
+    p0, p1 = _start_point(v, r, out, pose), _point(v, r, "end_mm", len(out.pos))
+    a0, a1 = _orientation_pair(v, r, out, None if pose is None else pose[1])
+    q0, q1 = _joint_outputs(v, r, out, chain, None if pose is None else pose[2])
     d = _duration(v, r, law, np.linalg.norm(p1 - p0) / 1000.0)
-    return d, {"start": out.assemble(p0, a0, q0), "end": out.assemble(p1, a1, q1)}, None
+    return d, {"start": out.assemble(p0, a0, q0), "end": out.assemble(p1, a1, q1), "q_start_given": pose is not None}, guess
 
 
 def _polyline(v, r, out, law, chain):
     _cartesian(v, "polyline", out)
+    pose, guess = _start_pose(v, r, out, chain)
     pts = np.array(r["points_mm"], float)
-    if pts.shape[0] < 2 or pts.shape[1] != len(out.pos):
-        v.fail("reference.points_mm", f"expected at least 2 rows of {len(out.pos)} values (one per tool position "
-               f"output), got {pts.shape[0]} x {pts.shape[1]}")
+    first = 2 if pose is None else 1
+    if pts.ndim != 2 or pts.shape[0] < first or pts.shape[1] != len(out.pos):
+        v.fail("reference.points_mm", f"expected at least {first} rows of {len(out.pos)} values (one per tool position "
+               f"output{'' if pose is None else '; the start is q_start_deg'}), got "
+               f"{pts.shape[0]} x {pts.shape[1] if pts.ndim == 2 else 0}")
+    if pose is not None:
+        pts = np.vstack([pose[0], pts])
     n_seg = pts.shape[0] - 1
     angs = None
     if out.ang or r["orientations_deg"] is not None:
@@ -410,10 +500,14 @@ def _polyline(v, r, out, law, chain):
         if r["orientations_deg"] is None:
             v.fail("reference.orientations_deg", "missing: model.outputs has orientation angles")
         angs = np.array(r["orientations_deg"], float)
-        if angs.shape != (pts.shape[0], len(out.ang)):
-            v.fail("reference.orientations_deg", f"expected {pts.shape[0]} rows (one per point) of {len(out.ang)} "
-                   f"values, got {angs.shape[0]} x {angs.shape[1]}")
-    q0, q1 = _joint_outputs(v, r, out, chain)  # held at q0 in the points; build adds the whole-motion move to q1
+        n_rows = pts.shape[0] - (pose is not None)
+        if angs.shape != (n_rows, len(out.ang)):
+            v.fail("reference.orientations_deg", f"expected {n_rows} rows (one per point of points_mm) of "
+                   f"{len(out.ang)} values, got {angs.shape[0]} x {angs.shape[1]}")
+        if pose is not None:
+            angs = np.vstack([_near(pose[1], angs[0], [out.names[i] for i in out.ang]), angs])
+    # held at q0 in the points; build adds the whole-motion move to q1
+    q0, q1 = _joint_outputs(v, r, out, chain, None if pose is None else pose[2])
     P = np.array([out.assemble(pts[i], None if angs is None else angs[i], q0) for i in range(pts.shape[0])])
     lengths = np.linalg.norm(np.diff(pts, axis=0), axis=1) / 1000.0
     T = _segment_durations(v, r, law, lengths)
@@ -425,11 +519,11 @@ def _polyline(v, r, out, law, chain):
     if np.any(blends < 0):
         v.fail("reference.blend", "must be >= 0")
     check_blends(T, blends)
-    params = {"points": P, "durations": T, "blends": blends}
+    params = {"points": P, "durations": T, "blends": blends, "q_start_given": pose is not None}
     if out.joint:
         params.update(joint_start=out.assemble(np.zeros(len(out.pos)), np.zeros(len(out.ang)), q0),
                       joint_end=out.assemble(np.zeros(len(out.pos)), np.zeros(len(out.ang)), q1))
-    return float(T.sum() - blends.sum()), params, None
+    return float(T.sum() - blends.sum()), params, guess
 
 
 def _segment_durations(v, r, law, lengths: np.ndarray) -> np.ndarray:
@@ -457,7 +551,8 @@ def _arc(v, r, out, law, chain):
     n = len(out.pos)
     if n > 3:
         v.fail("reference.kind", f"an arc needs 2 or 3 tool position outputs, got {n}")
-    p0 = _point(v, r, "start_mm", n) / 1000.0
+    pose, guess = _start_pose(v, r, out, chain)
+    p0 = _start_point(v, r, out, pose) / 1000.0
     three_point = r["via_mm"] is not None or r["end_mm"] is not None
     if three_point:
         for key in ("center_mm", "angle_deg", "normal"):
@@ -482,15 +577,16 @@ def _arc(v, r, out, law, chain):
         if angle == 0.0:
             v.fail("reference.angle_deg", "must not be 0")
     _, _, radius = arc_frame(centre, p0, normal)
-    a0, a1 = _orientation_pair(v, r, out)
-    q0, q1 = _joint_outputs(v, r, out, chain)
+    a0, a1 = _orientation_pair(v, r, out, None if pose is None else pose[1])
+    q0, q1 = _joint_outputs(v, r, out, chain, None if pose is None else pose[2])
     d = _duration(v, r, law, radius * abs(angle))
     extra = [np.concatenate([[] if a is None else np.radians(a), [] if q is None else q])
              for a, q in ((a0, q0), (a1, q1))]
     params = {"center": centre, "start": p0, "angle": angle, "normal": normal, "pos": out.pos, "ang": out.ang,
               "extra": out.ang + out.joint,  # the rows after the position: orientation, then joint outputs
-              "extra_start": extra[0] if extra[0].size else None, "extra_end": extra[1] if extra[1].size else None}
-    return d, params, None
+              "extra_start": extra[0] if extra[0].size else None, "extra_end": extra[1] if extra[1].size else None,
+              "q_start_given": pose is not None}
+    return d, params, guess
 
 
 def _joint_ptp(v, r, out, law, chain):

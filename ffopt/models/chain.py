@@ -197,3 +197,23 @@ def rotation_rpy(roll: float, pitch: float, yaw: float) -> np.ndarray:
     ry = np.array([[cp, 0, sp], [0, 1, 0], [-sp, 0, cp]])
     rz = np.array([[cy, -sy, 0], [sy, cy, 0], [0, 0, 1]])
     return rz @ ry @ rx
+
+
+IK_START_SEED = 20261128  # fixed: the same pseudo-random starts in every run
+
+
+def configuration_starts(chain: Chain, n_random: int = 16) -> list[tuple[str, np.ndarray]]:
+    """Link-angle vectors to start an inverse-kinematics or equilibrium Newton iteration from when no guess is
+    given, with what each is: the zero pose, the joint-limit midpoints (if a joint has limits) and ``n_random``
+    pseudo-random configurations uniform within the limits (+-pi where a joint has none), the same in every run."""
+    n = chain.n_joints
+    lo = np.array([j.q_min if np.isfinite(j.q_min) else -np.pi for j in chain.joints])
+    hi = np.array([j.q_max if np.isfinite(j.q_max) else np.pi for j in chain.joints])
+    starts = [("the zero pose", np.zeros(n))]
+    limited = np.array([np.isfinite(j.q_min) and np.isfinite(j.q_max) for j in chain.joints])
+    if limited.any():
+        starts.append(("the joint-limit midpoints", np.where(limited, 0.5 * (lo + hi), 0.0)))
+    rng = np.random.default_rng(IK_START_SEED)
+    starts += [("a pseudo-random configuration within the joint limits", lo + (hi - lo) * rng.random(n))
+               for _ in range(n_random)]
+    return starts

@@ -43,7 +43,10 @@ base's rest smoothness for any c, and stays an ordinary ``TimeLaw`` (degree 2n +
 Bernstein coefficients converted from the exact rational coefficients: the ends are exact). The
 free coefficients let a planner choose the timing inside the move, e.g. so that the internal
 (zero) dynamics of a flexible arm come to rest with the tool (``ffopt.dae.rest_to_rest``). A
-shaped law must stay monotone (s' >= 0): ``check_monotone``.
+shaped law must stay monotone (s' >= 0): ``check_monotone``. Each phi_i has a nonzero derivative n + 1 at
+the ends, so the shaping changes the jump the law leaves there; ``junction_family`` gives the coefficients
+whose law has derivatives n + 1 .. n + m zero at both ends too (C^(n+m) across the rests), the family the
+rest-to-rest search uses.
 """
 
 from __future__ import annotations
@@ -72,6 +75,7 @@ __all__ = [
     "shape_basis",
     "check_monotone",
     "monotonicity_margin",
+    "junction_family",
 ]
 
 
@@ -266,6 +270,34 @@ def shape_basis(n_zero_derivs: int, i: int) -> tuple[Fraction, ...]:
     return tuple(_poly_mul(w, _legendre_in_tau(i - 1)))
 
 
+def junction_family(base, n_free: int, extra: int) -> tuple[np.ndarray, np.ndarray]:
+    """Shaping coefficients whose law is smoother at the rests than its base: c = c0 + N w, w in R^n_free.
+
+    The shape terms keep derivatives 1..n of s zero at both ends (n the base's ``n_zero_derivs``); with
+    n_free + 2 extra terms, the 2 extra linear conditions s^(k)(0) = s^(k)(1) = 0 for k = n + 1 .. n + extra
+    leave an n_free-dimensional affine family of laws that are C^(n + extra) across the rests. c0 is its
+    least-norm member (for poly11 and extra = 1: the degree-13 rest-to-rest polynomial), the columns of N an
+    orthonormal basis of its directions. Exact rational end derivatives, the solve in floats."""
+    law = get_time_law(base)
+    if not isinstance(law, TimeLaw):
+        raise ProblemError(f"reference.time_law: shaping terms need a polynomial time law, not {law.name!r}")
+    n, n_coef = law.n_zero_derivs, n_free + 2 * extra
+    exact_base = tuple(law.exact_coefficients) or tuple(Fraction(x) for x in law.coefficients)
+    rows = [(k, end) for k in range(n + 1, n + 1 + extra) for end in (0, 1)]
+    A = np.array([[float(_derivative_at(shape_basis(n, i), k, end)) for i in range(1, n_coef + 1)] for k, end in rows])
+    b = -np.array([float(_derivative_at(exact_base, k, end)) for k, end in rows])
+    c0 = np.linalg.lstsq(A, b, rcond=None)[0] if extra else np.zeros(n_coef)
+    N = np.linalg.svd(A)[2][2 * extra:].T if extra else np.eye(n_coef)
+    return c0, N
+
+
+def _derivative_at(coefficients, k: int, end: int) -> Fraction:
+    """d^k p / dtau^k at tau = end (0 or 1), exactly, p with ascending rational coefficients."""
+    if end == 0:
+        return Fraction(factorial(k)) * coefficients[k] if k < len(coefficients) else Fraction(0)
+    return sum((Fraction(_falling(j, k)) * c for j, c in enumerate(coefficients) if j >= k), Fraction(0))
+
+
 def shaped_time_law(base, shape, field: str = "reference.time_law_shape", check: bool = True) -> TimeLaw:
     """base(tau) + sum_i shape[i-1] phi_i(tau) as a TimeLaw named e.g. ``poly11+shape6``.
 
@@ -296,13 +328,16 @@ def shaped_time_law(base, shape, field: str = "reference.time_law_shape", check:
     return shaped
 
 
-def monotonicity_margin(law: TimeLaw, n_grid: int = 2001) -> tuple[np.ndarray, np.ndarray]:
+def monotonicity_margin(law: TimeLaw, n_grid: int = 2001, n_zero: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(tau, g(tau)) on a grid of [0, 1] with s'(tau) = tau^n (1 - tau)^n g(tau), n = n_zero_derivs.
 
     Dividing out the zeros at the ends makes g O(1) there: s' >= 0 exactly where g >= 0, also
     next to the ends, where s' itself is ~tau^n and a plain grid check would miss a sign change.
+    ``n_zero``: divide out more zeros than the law's n_zero_derivs (a shaped law whose derivatives up to
+    n_zero vanish at the ends: ``junction_family``; its Bernstein coefficients below are then ~0 and left out).
     Bernstein form: g has the coefficients m (b_(j+n+1) - b_(j+n)) C(m-1, j+n) / C(r, j), r = m-1-2n."""
-    m, n = law.degree, law.n_zero_derivs
+    m = law.degree
+    n = law.n_zero_derivs if n_zero is None else int(n_zero)
     r = m - 1 - 2 * n
     d = np.diff(np.array(law.bernstein_coefficients)) * m
     e = np.array([d[j + n] * comb(m - 1, j + n) / comb(r, j) for j in range(r + 1)])
@@ -313,10 +348,14 @@ def monotonicity_margin(law: TimeLaw, n_grid: int = 2001) -> tuple[np.ndarray, n
     return tau, basis @ e
 
 
+_MONOTONE_ROUNDOFF = 1e-9  # g below -this x max|g| is a sign change; above it, rounding of the coefficients
+
+
 def check_monotone(law: TimeLaw, field: str = "reference.time_law_shape") -> None:
     """ProblemError naming ``field`` and the interval where s'(tau) < 0."""
     tau, g = monotonicity_margin(law)
-    bad = g < 0.0
+    # roundoff: a law made smoother at its ends (``junction_family``) has g ~ 0 there, to the last bits
+    bad = g < -_MONOTONE_ROUNDOFF * np.abs(g).max()
     if not bad.any():
         return
     lo, hi = tau[bad].min(), tau[bad].max()

@@ -17,7 +17,7 @@ import casadi as ca
 import numpy as np
 
 from ffopt.errors import PathError, ProblemError
-from ffopt.models.chain import Chain
+from ffopt.models.chain import Chain, configuration_starts
 from ffopt.models.flexible import FlexibleModel
 from ffopt.models.rigid_body import body_poses
 
@@ -149,18 +149,34 @@ def reach(chain: Chain) -> float:
     return float(sum(lengths))
 
 
-def rigid_inverse_kinematics(model: FlexibleModel, reference, t, guess=None) -> np.ndarray:
+def rigid_inverse_kinematics(model: FlexibleModel, reference, t, guess=None, start_field: str = "reference"
+                             ) -> np.ndarray:
     """Link angles qa (n, n_link) of the rigid robot on the path at the times t (the path check).
 
     Passive joints are held at their rest angle 0 and gears are stiff, so the actuated angles
-    solve Gamma(qa) = theta(t): Newton continued along t from ``guess`` (full link vector), all
-    samples in one CasADi mapaccum call, singular values batched in NumPy. Raises PathError naming the time, the joint configuration
+    solve Gamma(qa) = theta(t): Newton continued along t from the start configuration
+    (``start_configuration``: ``guess``, a full link vector, or several starts), all
+    samples in one CasADi mapaccum call, singular values batched in NumPy. A start no Newton iteration reaches
+    is refused naming ``start_field`` (the key that gives the start, e.g. reference.start_mm). Raises PathError naming the time, the joint configuration
     and the tool point where the path leaves the workspace, passes through (or between two samples
     dips into) a singularity (the smallest singular value of the Jacobian w.r.t. the actuated
     joints below SINGULARITY_TOL x reach), jumps to another IK branch, or takes a tool angle
     through gimbal lock or its branch cut.
     """
-    return _check_path(_kinematics(model), reference, np.asarray(t, float).ravel(), guess)[0]
+    return _check_path(_kinematics(model), reference, np.asarray(t, float).ravel(), guess, start_field)[0]
+
+
+def start_configuration(model: FlexibleModel, reference, guess=None, start_field: str = "reference") -> np.ndarray:
+    """Link angles (n_link) of the rigid robot at the path's start (passive joints at rest): Newton from ``guess``,
+    else (or where it does not converge) from several starts (``ffopt.models.chain.configuration_starts``); with a
+    guess the solution closest to it, else the first found away from a singularity. PathError naming
+    ``start_field`` if none converges."""
+    kin = _kinematics(model)
+    y0 = np.asarray(reference.evaluate(np.array([0.0])))[0]
+    s = _start_solution(kin, y0, None if guess is None else np.asarray(guess, float)[kin.act], start_field)
+    qa = np.zeros(kin.n_link)
+    qa[kin.act] = s
+    return qa
 
 
 def rigid_joint_speeds(model: FlexibleModel, reference, t, qa: np.ndarray) -> np.ndarray:
@@ -183,17 +199,16 @@ def _kinematics(model: FlexibleModel) -> _RigidKinematics:
     return kin
 
 
-def _check_path(kin: _RigidKinematics, reference, t: np.ndarray, guess):
+def _check_path(kin: _RigidKinematics, reference, t: np.ndarray, guess, start_field: str = "reference"):
     """qa (n, n_link) on t and the actuated angles S (n, n_u), or PathError for the earliest problem."""
     Y = np.asarray(reference.evaluate(t))
     _check_output_ranges(kin, t, Y)
-    s0 = np.zeros(kin.n) if guess is None else np.asarray(guess, float)[kin.act]
+    s0 = _start_solution(kin, Y[0], None if guess is None else np.asarray(guess, float)[kin.act], start_field)
     S, fail = _continuation(kin, s0, Y)
     events = []  # (time, message): the earliest is raised
     n_ok = len(t) if fail is None else fail
     if fail is not None:
-        singular_guess = fail == 0 and guess is not None and _singular_guess_message(kin, s0)
-        events.append((t[fail], singular_guess or _workspace_message(kin, t[fail], Y[fail], first=fail == 0)))
+        events.append((t[fail], _lost_message(kin, t, Y, S, fail)))
     if n_ok:
         events += _singularities(kin, reference, t[:n_ok], Y[:n_ok], S[:n_ok])
         steps = np.abs(np.diff(S[:n_ok], axis=0)).max(axis=1) if n_ok > 1 else np.zeros(0)
@@ -230,6 +245,79 @@ def _continuation(kin: _RigidKinematics, s0: np.ndarray, Y: np.ndarray) -> tuple
         S[i + 1:end] = Si[: end - i - 1]
         i, s = end, S[end - 1]
     return S, None
+
+
+def _start_solution(kin: _RigidKinematics, y0: np.ndarray, s_guess: np.ndarray | None, field: str) -> np.ndarray:
+    """Actuated angles at the start target y0: Newton from the guess; where it fails (or without a guess) from
+    every start of ``configuration_starts``, keeping the converged solution closest to the guess, or without a
+    guess the first one away from a singularity. A singular guess is refused (it cannot pick a branch)."""
+    if s_guess is not None:
+        s = kin.solve_one(s_guess, y0)
+        if _converged(kin, s, y0):
+            return s
+        message = _singular_guess_message(kin, s_guess)
+        if message:
+            raise PathError(message)
+    starts = configuration_starts(kin.model.chain)
+    found = []
+    for _, start in starts:
+        s = kin.solve_one(np.asarray(start, float)[kin.act], y0)
+        if not _converged(kin, s, y0):
+            continue
+        s = _within_limits(kin, s, s_guess)
+        if s is None:
+            continue
+        if s_guess is None and kin.sigma_min(s[None, :])[0] >= kin.singular_below:
+            return s
+        found.append(s)
+    if found:
+        if s_guess is None:
+            return found[0]
+        return min(found, key=lambda s: float(np.abs(s - s_guess).sum()))
+    counts = {}
+    for what, _ in starts:
+        counts[what] = counts.get(what, 0) + 1
+    kinds = ", ".join(what if n == 1 else f"{n} {what.replace('a pseudo-random configuration', 'pseudo-random configurations')}"
+                      for what, n in counts.items())
+    tried = "reference.joint_guess, " if s_guess is not None else ""
+    angles = " or its tool angles cannot be reached there" if len(kin.model.outputs) > sum(
+        u == "m" for u in kin.model.output_units) else ""
+    raise PathError(f"{field}: no inverse kinematics solution found from {len(starts) + (s_guess is not None)} starts "
+                    f"({tried}{kinds}) for the start of the path, {_at(kin, 0.0, y0)}: the point is out of the rigid "
+                    f"arm's reach (reach {kin.reach:.4g} m){angles}; move the start towards the robot, or give "
+                    "reference.joint_guess near the intended configuration")
+
+
+def _within_limits(kin: _RigidKinematics, s: np.ndarray, near: np.ndarray | None) -> np.ndarray | None:
+    """The same configuration with each actuated angle turned by whole turns to the value within its joint's
+    limits (+-pi without limits) closest to ``near`` (default 0), None if a joint cannot be placed within them."""
+    out = np.array(s, float)
+    for k, i in enumerate(kin.act):
+        joint = kin.model.chain.joints[i]
+        lo, hi = (joint.q_min, joint.q_max) if np.isfinite(joint.q_min) or np.isfinite(joint.q_max) else (-np.pi, np.pi)
+        target = 0.0 if near is None else float(near[k])
+        turns = np.round((target - out[k]) / (2 * np.pi)) + np.arange(-3, 4)
+        candidates = out[k] + 2 * np.pi * turns
+        inside = candidates[(candidates >= lo - 1e-9) & (candidates <= hi + 1e-9)]
+        if inside.size == 0:
+            return None
+        out[k] = inside[np.argmin(np.abs(inside - target))]
+    return out
+
+
+def _lost_message(kin: _RigidKinematics, t, Y, S, i: int) -> str:
+    """Why the continuation stopped at sample i: out of reach (no start reaches the point), or a reachable point
+    on another branch than the one followed (the path passes a singularity between samples i-1 and i)."""
+    if i == 0:
+        return _workspace_message(kin, t[0], Y[0], first=True)
+    for _, start in configuration_starts(kin.model.chain, n_random=4):
+        s = kin.solve_one(np.asarray(start, float)[kin.act], Y[i])
+        if _converged(kin, s, Y[i]):
+            return (f"reference: the inverse kinematics loses the path at {_at(kin, t[i], Y[i])}: the point is "
+                    f"reachable ({_configuration(kin, s)}) but not from the configuration at t = {t[i - 1]:.4g} s "
+                    f"({_configuration(kin, S[i - 1])}): the path passes a singularity between the two; move the "
+                    "path away from it")
+    return _workspace_message(kin, t[i], Y[i], first=False)
 
 
 def _converged(kin, s, y) -> bool:

@@ -135,7 +135,7 @@ def build_inverse_dae(model: FlexibleModel, reference, form: str = "I3",
     a = _accelerations(xd[nq:2 * nq], w, S, form)
 
     kin_keep = [i for i in range(nq) if form == "I3" or i not in S]
-    rows = [xd[kin_keep] - v[kin_keep], model.unactuated_link_rows(q, v, a)]
+    rows = [xd[kin_keep] - v[kin_keep] if kin_keep else ca.SX(0, 1), model.unactuated_link_rows(q, v, a)]
     tau = model.input_torque(q, v, a)
     if n_z:  # drive rows: the currents deliver the torques of the motor equations
         rows.append(tau - model.drives.torque(z))

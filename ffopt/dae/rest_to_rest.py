@@ -42,7 +42,7 @@ from ffopt.reference.build import reference_from_spec
 from ffopt.reference.paths import time_law_peak
 from ffopt.reference.time_laws import get_time_law, junction_family, monotonicity_margin, shaped_time_law
 
-__all__ = ["ends_at_rest", "not_at_rest_text", "shape_for_rest", "shape_for_rest_cached", "with_duration_factor", "REST_SPEED_RAD_S", "REST_TORQUE_REL", "DURATION_FACTORS"]
+__all__ = ["ends_at_rest", "not_at_rest_text", "shape_for_rest", "shape_for_rest_cached", "rest_law_within", "with_duration_factor", "REST_SPEED_RAD_S", "REST_TORQUE_REL", "DURATION_FACTORS"]
 
 REST_SPEED_RAD_S = 1e-4  # at rest: every link and motor speed below this at the last row
 REST_TORQUE_REL = 1e-6  # ... and the input within this fraction of the plan's peak |u| of the static input
@@ -104,9 +104,11 @@ def not_at_rest_text(end: dict, speed_tol: float = REST_SPEED_RAD_S) -> str:
 class _Plans:
     """Exact-tracking BDF plans of one problem for the search variables w (counts the solves): the law's
     shaping coefficients are c = c0 + N w (``junction_family``: n_shape free terms, 2 JUNCTION_EXTRA more
-    coefficients that keep the law C^(n + JUNCTION_EXTRA) at the rests)."""
+    coefficients that keep the law C^(n + JUNCTION_EXTRA) at the rests). peak_rows: the plan's rows whose
+    largest magnitude the search minimises (default: the input table over its peak; ``ffopt.motion.min_time``
+    gives every limited quantity over its limit, so that a peak of 1 is at the limits)."""
 
-    def __init__(self, problem, n_shape: int, speed_tol: float, torque_rel: float):
+    def __init__(self, problem, n_shape: int, speed_tol: float, torque_rel: float, peak_rows=None):
         spec = problem.reference_spec
         if spec.kind == "prefilter":
             raise ProblemError(f"{problem.source}: reference.kind: a prefiltered move has no time law to shape")
@@ -115,7 +117,7 @@ class _Plans:
         self.c0, self.N = junction_family(spec.time_law, n_shape, JUNCTION_EXTRA)
         self.n_zero = get_time_law(spec.time_law).n_zero_derivs + JUNCTION_EXTRA
         self.speed_tol, self.torque_rel = speed_tol, torque_rel
-        self.solves = 0
+        self.solves, self.peak_rows = 0, peak_rows
         self.progress, self.last_line, self.iteration = None, time.perf_counter(), 0
         self.G, self.g0 = self._monotonicity_rows()
         self.base = self.solve(np.zeros(n_shape))
@@ -155,11 +157,12 @@ class _Plans:
             self.say(f"rest-to-rest: iteration {self.iteration}, {self.solves} BDF solves")
 
     def measure(self, c) -> tuple[np.ndarray, np.ndarray]:
-        """(u table flattened / u_scale, end residual scaled by the rest tolerances: |r| < 1 is at rest)."""
+        """(peak rows: u table flattened / u_scale or ``peak_rows``, end residual scaled by the rest tolerances:
+        |r| < 1 is at rest)."""
         tr = self.solve(c)
         r = np.concatenate([tr.v[-1] / self.speed_tol,
                             (tr.u[-1] - self.u_static) / (self.torque_rel * self.u_scale)])
-        return tr.u.ravel() / self.u_scale, r
+        return (tr.u.ravel() / self.u_scale if self.peak_rows is None else self.peak_rows(tr)), r
 
     def jacobians(self, c) -> tuple[np.ndarray, np.ndarray]:
         """d(U, r)/dc by central differences (2 n_shape solves)."""
@@ -287,6 +290,15 @@ def shape_for_rest(problem, n_shape: int = N_SHAPE, max_iter: int = 30, speed_to
     return c, info
 
 
+def rest_law_within(problem, peak_rows, n_shape: int = N_SHAPE, max_iter: int = 30, progress=None,
+                    ) -> tuple[np.ndarray, dict]:
+    """Shaping coefficients with which the exact-tracking BDF plan of ``problem``'s move (its duration) ends at
+    rest with the least largest ``peak_rows(traj)`` (the limited quantities over their limits: at most 1 is
+    within them), s monotone; (c, info) as ``shape_for_rest`` without longer moves, info["peak_rows_max"] the
+    largest row reached. The step of ``ffopt.motion.min_time``'s duration search."""
+    return _shape_one(problem, n_shape, max_iter, REST_SPEED_RAD_S, REST_TORQUE_REL, progress, peak_rows)
+
+
 def shape_for_rest_cached(problem, n_shape: int = N_SHAPE, progress=None) -> tuple[np.ndarray, dict]:
     """``shape_for_rest`` with its result kept on disk beside the compiled BDF code ($FFOPT_CACHE_DIR, default
     ~/.cache/ffopt) under a hash of the problem as written (``problem.to_toml()``), n_shape and the ffopt
@@ -323,11 +335,14 @@ def _jsonable(x):
     raise TypeError(f"not JSON serialisable: {type(x).__name__}")
 
 
-def _shape_one(problem, n_shape, max_iter, speed_tol, torque_rel, progress=None) -> tuple[np.ndarray, dict]:
+def _shape_one(problem, n_shape, max_iter, speed_tol, torque_rel, progress=None, peak_rows=None,
+               ) -> tuple[np.ndarray, dict]:
     """The search on the problem's own move; info as in ``shape_for_rest`` (without the longer moves)."""
     tic = time.perf_counter()
-    plans = _Plans(problem, n_shape, speed_tol, torque_rel)
+    plans = _Plans(problem, n_shape, speed_tol, torque_rel, peak_rows)
     rest0, end0 = ends_at_rest(plans.model, plans.base, speed_tol, torque_rel)
+    if peak_rows is not None:  # the start law may rest but exceed the limits: searched all the same
+        rest0 = False
     info = {"n_shape": n_shape, "duration_s": problem.reference_spec.duration, "end_before": end0,
             "peak_input_before": end0["peak_input"]}
     if rest0:
@@ -335,6 +350,7 @@ def _shape_one(problem, n_shape, max_iter, speed_tol, torque_rel, progress=None)
                     peak_input_after=end0["peak_input"], search_time_s=time.perf_counter() - tic)
         return plans.coefficients(np.zeros(n_shape)), info
     w, search = _search(plans, plans.variables(problem.reference_spec.time_law_shape), max_iter, progress=progress)
+    info["peak_rows_max"] = search["peak_rel"]
     law, c = plans.law(w), plans.coefficients(w)
     rest, end = ends_at_rest(plans.model, plans.solve(w), speed_tol, torque_rel)
     info.update(at_rest=rest, needed=True, iterations=search["iterations"], bdf_solves=plans.solves, end_after=end,

@@ -1,0 +1,259 @@
+"""Minimum-time rest-to-rest moves along a fixed path under the robot's limits.
+
+The decision is the move's duration T and its time law s(t) along the user's path; the tool tracks the path
+exactly (the BDF inverse of Moberg & Hanssen, inverse dynamics of flexible manipulators (DAE methods)) and the
+arm ends at rest (``ffopt.dae.rest_to_rest``). For a fixed T, ``rest_law_within`` finds the rest-to-rest law
+with the least largest ratio p(T) of a limited quantity to its limit (motor torque, torque rate, link and motor
+speeds); the shortest feasible move is the root of p(T) = 1. Each quantity falls like a power of 1/T along the
+path (speeds ~T^-1, rigid torques ~T^-2, an elastic gear's torque also through the path's 4th derivative ~T^-4),
+so log p is nearly linear in log T: a secant in (log T, log p) safeguarded by a bracket [feasible, infeasible]
+finds the root in a few searches (the classic reduction of minimum time to a sequence of fixed-time
+feasibility problems, p being quasi-convex in T along a family of laws).
+
+A lower bound on any plan: the rigid robot's time-optimal move along the same path under the same torque and
+speed bounds (TOPP-RA, Pham & Pham, a new approach to time-optimal path parameterization based on reachability
+analysis, IEEE T-RO 2018; ``ffopt.motion.peers``), which ignores elasticity and rest.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ffopt.dae.rest_to_rest import N_SHAPE, rest_law_within, with_duration_factor
+from ffopt.errors import ProblemError
+
+__all__ = ["MotionLimits", "MinimumTime", "minimum_time", "LIMIT_KINDS"]
+
+LIMIT_KINDS = ("torque", "torque_rate", "link_speed", "motor_speed")
+FEASIBLE = 1.0 - 1e-3  # p(T) at most this: within every limit with a margin of the rest residual's effect
+REL_TOL = 0.01  # the search stops when the bracket [infeasible, feasible] is this narrow (relative)
+MAX_SEARCHES = 12
+
+
+@dataclass(frozen=True)
+class MotionLimits:
+    """Per-joint limits of a move (None: not limited): |u| <= torque_max (N m, per motor in the order of the
+    actuated joints), |du/dt| <= torque_rate_max (N m/s), link speed |dq/dt| <= link_speed_max (rad/s, per
+    chain joint; inf: unlimited), motor speed on the link side <= motor_speed_max (rad/s, per gear motor)."""
+
+    torque_max: np.ndarray | None = None
+    torque_rate_max: np.ndarray | None = None
+    link_speed_max: np.ndarray | None = None
+    motor_speed_max: np.ndarray | None = None
+    n_link: int = 0  # link coordinates before the motor angles in q (the model's layout)
+
+    @classmethod
+    def of(cls, problem) -> "MotionLimits":
+        """The problem's limits: nlp.torque_max (or the URDF's effort limits), nlp.torque_rate_max, and the URDF's
+        velocity limits for the link speeds and, on the link side, the speeds of the motors that drive them."""
+        nlp = problem.nlp
+        speed = _urdf_speed_limits(problem)
+        layout = problem.model.layout
+        motor = None if speed is None else speed[list(layout.gear)]
+        return cls(_array(nlp.torque_max), _array(nlp.torque_rate_max), speed,
+                   None if motor is None or not np.isfinite(motor).any() else motor, layout.n_link)
+
+    def is_empty(self) -> bool:
+        return all(v is None for v in (self.torque_max, self.torque_rate_max, self.link_speed_max,
+                                       self.motor_speed_max))
+
+    def ratio_blocks(self, traj) -> dict[str, np.ndarray]:
+        """Each limited quantity of the plan ``traj`` over its limit, (rows, joints) per kind."""
+        blocks = {}
+        if self.torque_max is not None:
+            blocks["torque"] = traj.u / self.torque_max
+        if self.torque_rate_max is not None:
+            blocks["torque_rate"] = np.diff(traj.u, axis=0) / np.diff(traj.t)[:, None] / self.torque_rate_max
+        if self.link_speed_max is not None:
+            blocks["link_speed"] = traj.v[:, : len(self.link_speed_max)] / self.link_speed_max
+        if self.motor_speed_max is not None:
+            blocks["motor_speed"] = traj.v[:, self.n_link: self.n_link + len(self.motor_speed_max)] / self.motor_speed_max
+        return blocks
+
+    def ratios(self, traj) -> np.ndarray:
+        """All ratios flattened (the search's peak rows; at most 1 is within the limits)."""
+        return np.concatenate([b.ravel() for b in self.ratio_blocks(traj).values()])
+
+    def active(self, traj, joint_names, threshold: float = 0.98) -> list[dict]:
+        """Where a limit is active (the ratio above ``threshold``): kind, joint, peak ratio and the times it is
+        at least ``threshold``, as intervals (s)."""
+        found = []
+        for kind, block in self.ratio_blocks(traj).items():
+            t = traj.t[: block.shape[0]]
+            names = _names(kind, joint_names, block.shape[1])
+            for j in range(block.shape[1]):
+                r = np.abs(block[:, j])
+                if r.max() >= threshold:
+                    found.append({"limit": kind, "joint": names[j], "peak_ratio": float(r.max()),
+                                  "active_s": _intervals(t, r >= threshold)})
+        return found
+
+
+def _names(kind: str, joint_names, n: int) -> list[str]:
+    return list(joint_names[:n]) if len(joint_names) >= n else [f"{kind}[{j + 1}]" for j in range(n)]
+
+
+def _intervals(t: np.ndarray, mask: np.ndarray) -> list[list[float]]:
+    """[start, end] times of the runs where mask holds."""
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], mask.astype(int), [0]])))
+    return [[float(t[a]), float(t[b - 1])] for a, b in zip(edges[::2], edges[1::2])]
+
+
+def _array(values) -> np.ndarray | None:
+    return None if values is None else np.atleast_1d(np.asarray(values, float))
+
+
+def _urdf_speed_limits(problem) -> np.ndarray | None:
+    """The URDF's <limit velocity> per chain joint (inf where not given), None without a URDF or any limit."""
+    if problem.urdf is None:
+        return None
+    given = {j.name: j.velocity for j in problem.urdf.joints if j.velocity is not None}
+    limits = np.array([given.get(j.name, np.inf) for j in problem.chain.joints], float)
+    return limits if np.isfinite(limits).any() else None
+
+
+@dataclass
+class MinimumTime:
+    """The shortest rest-to-rest move found: its duration and time law (reference.duration and
+    reference.time_law_shape of ``problem``), the largest limit ratio at it, the searches made (duration,
+    ratio, at rest, BDF solves, seconds), and the rigid time-optimal lower bound when known."""
+
+    problem: object
+    duration_s: float
+    time_law_shape: list[float]
+    peak_ratio: float
+    searches: list[dict] = field(default_factory=list)
+    lower_bound_s: float | None = None
+    lower_bound_method: str | None = None
+    bracket_s: tuple[float, float] | None = None  # (infeasible, feasible) durations at the end
+    wall_time_s: float = 0.0
+
+    @property
+    def gap(self) -> float | None:
+        """duration / lower bound (1: the rigid robot's time-optimal move)."""
+        return None if self.lower_bound_s is None else self.duration_s / self.lower_bound_s
+
+    def to_dict(self) -> dict:
+        return {"duration_s": self.duration_s, "time_law_shape": self.time_law_shape,
+                "peak_limit_ratio": self.peak_ratio, "lower_bound_s": self.lower_bound_s,
+                "lower_bound_method": self.lower_bound_method, "duration_over_lower_bound": self.gap,
+                "bracket_s": None if self.bracket_s is None else list(self.bracket_s),
+                "searches": self.searches, "wall_time_s": self.wall_time_s}
+
+
+def minimum_time(problem, limits: MotionLimits | None = None, duration_max: float | None = None,
+                 n_shape: int = N_SHAPE, lower_bound: bool = True, progress=None) -> MinimumTime:
+    """The shortest move along ``problem``'s path (its time law family, solver order/step/form) that tracks the
+    path exactly, stays within ``limits`` (default ``MotionLimits.of(problem)``) and ends at rest. Raises
+    ProblemError without any limit (minimum time is unbounded) or when no move up to ``duration_max``
+    (default 8x the problem's duration) is feasible."""
+    tic = time.perf_counter()
+    limits = MotionLimits.of(problem) if limits is None else limits
+    if limits.is_empty():
+        raise ProblemError(f"{problem.source}: minimum time needs a limit (nlp.torque_max, nlp.torque_rate_max or "
+                           "the URDF's velocity limits): without one any move is feasible")
+    say = progress or (lambda line: None)
+    bound = _rigid_lower_bound(problem, limits, say) if lower_bound else None
+    base_T = problem.reference_spec.duration
+    T_max = duration_max if duration_max is not None else 8.0 * base_T
+    search = _DurationSearch(problem, limits, n_shape, say)
+    T = min(T_max, 1.2 * bound[0]) if bound else base_T
+    feasible, infeasible = None, None  # (T, p, c) at the shortest feasible / longest infeasible duration
+    for _ in range(MAX_SEARCHES):
+        p, c, rest = search.at(T)
+        if rest and p <= FEASIBLE:
+            feasible = (T, p, c) if feasible is None or T < feasible[0] else feasible
+        elif infeasible is None or T > infeasible[0]:
+            infeasible = (T, p if rest else np.inf, c)
+        if feasible and infeasible and feasible[0] / infeasible[0] - 1 <= REL_TOL:
+            break
+        T = _next_duration(search.history, feasible, infeasible, T_max)
+        if T is None:
+            break
+    if feasible is None:
+        raise ProblemError(f"{problem.source}: no rest-to-rest move within the limits up to {T_max:.4g} s "
+                           f"(searched {[round(h['duration_s'], 4) for h in search.history]} s; largest ratio "
+                           f"{search.history[-1]['peak_ratio']:.3g}); raise the limits or reference.duration_max")
+    T, p, c = feasible
+    return MinimumTime(search.problem_at(T, c), T, [float(x) for x in c], p, search.history,
+                       bound[0] if bound else None, bound[1] if bound else None,
+                       None if infeasible is None else (infeasible[0], T), time.perf_counter() - tic)
+
+
+class _DurationSearch:
+    """p(T): the least largest limit ratio of a rest-to-rest law of a T-second move, warm-started from the law
+    found at the nearest duration searched (the shaping coefficients live on the normalised time tau)."""
+
+    def __init__(self, problem, limits: MotionLimits, n_shape: int, say):
+        self.problem, self.limits, self.n_shape, self.say = problem, limits, n_shape, say
+        self.history: list[dict] = []
+        self.laws: list[tuple[float, np.ndarray]] = []
+
+    def problem_at(self, T: float, c=None):
+        moved = with_duration_factor(self.problem, T / self.problem.reference_spec.duration)
+        return moved if c is None else moved.with_values({"reference.time_law_shape": [float(x) for x in c]})
+
+    def at(self, T: float) -> tuple[float, np.ndarray, bool]:
+        tic = time.perf_counter()
+        start = min(self.laws, key=lambda law: abs(np.log(law[0] / T)))[1] if self.laws else None
+        c, info = rest_law_within(self.problem_at(T, start), self.limits.ratios, self.n_shape,
+                                  progress=self.say)
+        p = float(info.get("peak_rows_max", np.inf))
+        rest = bool(info["at_rest"])
+        self.laws.append((T, c))
+        self.history.append({"duration_s": T, "peak_ratio": p, "at_rest": rest, "bdf_solves": info["bdf_solves"],
+                             "iterations": info.get("iterations", 0), "seconds": time.perf_counter() - tic})
+        self.say(f"minimum time: {T:.4g} s move: largest limit ratio {p:.4g}, "
+                 f"{'at rest' if rest else 'not at rest'} ({info['bdf_solves']} BDF solves)")
+        return p, c, rest
+
+
+def _next_duration(history: list[dict], feasible, infeasible, T_max: float) -> float | None:
+    """Secant on log p(T) = 0 through the last two finite searches, kept inside the bracket (bisection in log
+    T where it leaves it); 1.5x longer while nothing is feasible, 0.8x shorter while nothing is infeasible."""
+    pts = [(np.log(h["duration_s"]), np.log(h["peak_ratio"])) for h in history
+           if h["at_rest"] and np.isfinite(h["peak_ratio"]) and h["peak_ratio"] > 0]
+    guess = None
+    if len(pts) >= 2 and pts[-1][0] != pts[-2][0]:
+        (x0, y0), (x1, y1) = pts[-2], pts[-1]
+        slope = (y1 - y0) / (x1 - x0)
+        if slope < 0:  # p falls with a longer move
+            guess = np.exp(x1 - (y1 - np.log(FEASIBLE * 0.999)) / slope)
+    elif len(pts) == 1:
+        guess = np.exp(pts[0][0] + (pts[0][1] - np.log(FEASIBLE * 0.999)) / 5.0)  # p ~ T^-5 to start (an elastic gear: T^-4 to T^-6)
+    lo = infeasible[0] if infeasible else None
+    hi = feasible[0] if feasible else None
+    if lo is not None and hi is not None:
+        if guess is None or not lo < guess < hi:
+            guess = np.sqrt(lo * hi)
+        # not closer than a quarter of the bracket to its ends (a secant creeping along one side)
+        a, b = np.log(lo), np.log(hi)
+        guess = float(np.exp(np.clip(np.log(guess), a + 0.25 * (b - a), b - 0.25 * (b - a))))
+    elif hi is None:  # only infeasible durations so far
+        if lo >= T_max:
+            return None
+        guess = min(guess, 3 * lo) if guess is not None and guess > lo else 1.5 * lo
+        guess = min(T_max, guess)
+    else:  # only feasible durations so far
+        guess = min(guess, 0.95 * hi) if guess is not None and guess < hi else 0.8 * hi
+    return float(guess)
+
+
+def _rigid_lower_bound(problem, limits: MotionLimits, say) -> tuple[float, str] | None:
+    """TOPP-RA's time-optimal duration of the rigid robot along the path under the torque and link speed limits
+    (None without toppra or a torque limit)."""
+    try:
+        from ffopt.motion.peers import PathSamples, topp_ra_law  # toppra is an optional extra (.[peers])
+        import toppra  # noqa: F401
+    except ImportError:
+        return None
+    if limits.torque_max is None:
+        return None
+    say("minimum time: the rigid robot's time-optimal move (TOPP-RA) as a lower bound")
+    path = PathSamples.of(problem)
+    speed = None if limits.link_speed_max is None else limits.link_speed_max[path.actuated]
+    law = topp_ra_law(path, limits.torque_max, speed_max=speed)
+    return float(law.duration), "TOPP-RA, rigid model, same torque and link speed limits"

@@ -1,0 +1,100 @@
+"""Minimum-time rest-to-rest moves (ffopt.motion.min_time) against analytic bounds.
+
+A rigid link of inertia J turned by theta under |u| <= tau_max: u = J theta s''(tau) / T^2 for a time law s(tau),
+so a law of the searched family needs T >= sqrt(J theta max|s''| / tau_max). No law beats the bang-bang time
+2 sqrt(theta J / tau_max), and the search must do at least as well as the unshaped base law (poly11,
+max|s''| = time_law_peak(poly11, 2)). With an elastic gear of growing stiffness the shortest move tends to the
+rigid link's (the gear's deflection ~ 1/k).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ffopt.errors import ProblemError
+from ffopt.io.problem import problem_from_dict
+from ffopt.motion.min_time import MotionLimits, minimum_time
+from ffopt.reference.paths import time_law_peak
+from ffopt.reference.time_laws import get_time_law
+
+J = 1.0  # kg m^2: 0.1 + 2 * 0.5^2 + 0.4 (link, its mass at 0.5 m, the motor)
+THETA = np.pi / 2
+TORQUE = 10.0
+BANG_BANG = 2 * np.sqrt(THETA * J / TORQUE)
+POLY11 = np.sqrt(J * THETA * time_law_peak(get_time_law("poly11"), 2) / TORQUE)
+
+
+def one_link(kind: str = "direct", stiffness: float | None = None, torque_max=TORQUE) -> dict:
+    joint = {"name": "j1", "kind": kind, "axis": [0.0, 0.0, 1.0], "mass": 2.0, "com": [0.5, 0.0, 0.0],
+             "inertia_diag": [0.0, 0.0, 0.1]}
+    if kind == "elastic_gear":  # the motor inertia behind the gear, the link alone in front of it
+        joint.update(stiffness=stiffness, damping=0.05 * np.sqrt(stiffness * 0.6), motor_inertia=0.4)
+    else:
+        joint["motor_inertia"] = 0.4
+    problem = {"name": "one link", "model": {"gravity": [0.0, 0.0, 0.0], "outputs": ["j1"],
+                                             "tool_origin": [1.0, 0.0, 0.0], "joints": [joint]},
+               "reference": {"kind": "joint_ptp", "q_start_deg": [0.0], "q_end_deg": [90.0], "duration": 1.0,
+                             "time_law": "poly11", "rest_before": 0.01, "rest_after": 0.2},
+               "solver": {"method": "bdf", "order": 4, "step": 1e-3}}
+    if torque_max is not None:
+        problem["nlp"] = {"torque_max": [torque_max]}
+    return problem
+
+
+def test_rigid_link_lies_between_the_bang_bang_time_and_the_base_law():
+    found = minimum_time(problem_from_dict(one_link()), n_shape=6, lower_bound=False)
+    assert BANG_BANG < found.duration_s < POLY11 * (1 + 1e-3)
+    assert found.peak_ratio == pytest.approx(1.0, abs=2e-2)  # on the bound, not below it
+    assert found.bracket_s[1] / found.bracket_s[0] - 1 <= 0.011
+    assert found.problem.reference_spec.duration == pytest.approx(found.duration_s)
+
+
+def test_a_stiff_elastic_gear_needs_the_rigid_links_time():
+    """k = 1e5 N m/rad (the gear's mode at 65 Hz): within 0.2 % of the rigid link (measured 0.02 %)."""
+    rigid = minimum_time(problem_from_dict(one_link()), n_shape=6, lower_bound=False).duration_s
+    stiff = minimum_time(problem_from_dict(one_link("elastic_gear", 1e5)), n_shape=6, lower_bound=False).duration_s
+    assert stiff == pytest.approx(rigid, rel=2e-3)
+
+
+@pytest.mark.slow
+def test_elastic_gear_tends_to_the_rigid_link_as_it_stiffens():
+    """The gap to the rigid link's time shrinks as the gear stiffens (measured 1e2: -7.8 %, 1e3: -1.7 %, 1e4: -0.14 %:
+    a soft gear stores energy and is faster than the rigid link's smooth law), and no move beats the bang-bang
+    time of the whole inertia (the mean angle (Jm qm + Jl qa) / J obeys J x'' = u)."""
+    rigid = minimum_time(problem_from_dict(one_link()), n_shape=6, lower_bound=False).duration_s
+    gaps = [abs(minimum_time(problem_from_dict(one_link("elastic_gear", k)), n_shape=6,
+                             lower_bound=False).duration_s / rigid - 1) for k in (1e2, 1e3, 1e4)]
+    assert gaps[0] > gaps[1] > gaps[2] and gaps[2] < 3e-3
+    assert rigid * (1 - max(gaps)) > BANG_BANG
+
+
+def test_speed_limit_is_respected_and_reported_active():
+    problem = problem_from_dict(one_link(torque_max=1e3))  # a torque bound far away: the speed limit decides
+    limits = MotionLimits(torque_max=np.array([1e3]), link_speed_max=np.array([2.0]), n_link=1)
+    found = minimum_time(problem, limits, n_shape=6, lower_bound=False)
+    # a law's peak speed theta s'/T is at least its mean theta / T: T >= theta / v_max
+    assert found.duration_s > THETA / 2.0
+    from ffopt.dae.inverse import solve_inverse_bdf
+    from ffopt.reference.build import reference_from_spec
+    spec = found.problem.reference_spec
+    traj = solve_inverse_bdf(found.problem.model, reference_from_spec(spec, found.problem.model), 4, 1e-3)
+    assert np.abs(traj.v[:, 0]).max() <= 2.0 * (1 + 1e-3)
+    active = limits.active(traj, ["j1"])
+    assert [a["limit"] for a in active] == ["link_speed"]
+
+
+def test_without_a_limit_minimum_time_is_refused():
+    with pytest.raises(ProblemError, match="needs a limit"):
+        minimum_time(problem_from_dict(one_link(torque_max=None)), lower_bound=False)
+
+
+def test_a_rigid_direct_drive_link_plans_its_inverse_dynamics():
+    """A chain without elastic or passive joints has no differential rows in the inverse DAE (it crashed on an
+    empty index); its torque is J theta s''(tau) / T^2, poly11's peak at T = 1 s."""
+    from ffopt.plan import plan
+
+    result = plan(problem_from_dict(one_link()))
+    assert np.abs(result.trajectory.u).max() == pytest.approx(J * THETA * time_law_peak(get_time_law("poly11"), 2),
+                                                             rel=1e-3)
+    assert result.verification.verdict.status == "verified"

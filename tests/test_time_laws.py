@@ -116,3 +116,32 @@ def test_time_laws_by_name_and_instance():
     custom = SmoothStepLaw("sharp", 2.0)
     assert get_time_law(custom) is custom
     assert get_time_law(make_time_law(6, "poly13")).degree == 13
+
+
+def test_shaped_law_coefficients_are_the_exact_sum_rounded_once():
+    """The shaped law's coefficients and Bernstein form (combined in integers) are float(exact rational sum),
+    bit for bit, for random shapes on every polynomial base."""
+    from fractions import Fraction
+
+    import ffopt.reference.time_laws as tl
+
+    rng = np.random.default_rng(3)
+    for trial in range(60):
+        base = ["quintic", "septic", "poly11", "poly15", "hermite9", "poly19"][trial % 6]
+        c = rng.normal(0.0, 10.0 ** rng.integers(-8, 1), int(rng.integers(1, 17)))
+        law = tl.get_time_law(base)
+        n, m = law.n_zero_derivs, max(law.degree, 2 * law.n_zero_derivs + 1 + len(c))
+        exact = tuple(law.exact_coefficients) or tuple(Fraction(x) for x in law.coefficients)
+        weights = [Fraction(float(x)) for x in c]
+
+        def rounded(base_terms, terms):
+            out = list(base_terms)
+            for w, term in zip(weights, terms):
+                out = [o + w * x for o, x in zip(out, term)]
+            return tuple(float(x) for x in out)
+
+        shaped = tl.shaped_time_law(base, c, check=False)
+        terms = range(1, len(c) + 1)
+        assert shaped.coefficients == rounded(tl._padded(exact, m), [tl._padded(tl.shape_basis(n, i), m) for i in terms])
+        assert tuple(shaped.bernstein) == rounded(tl._bernstein_exact(exact, m), [tl._basis_bernstein(n, i, m)
+                                                                                   for i in terms])

@@ -68,6 +68,8 @@ class InverseDae:
         values are those of ``reference.evaluate(t, k)``, and are kept per reference and grid (a
         sweep over model parameters on one path evaluates the path once)."""
         t = np.ascontiguousarray(t, dtype=float).ravel()
+        if hasattr(reference, "path_rows"):  # a path retimed numerically (``ffopt.reference.retimed``)
+            return reference.path_rows(t, self.n_path_derivs)
         grid = hashlib.sha256(t.tobytes()).hexdigest()
 
         def evaluate():

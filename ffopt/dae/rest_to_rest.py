@@ -39,6 +39,7 @@ from ffopt.dae.equilibrium import static_equilibrium
 from ffopt.dae.inverse import solve_inverse_bdf
 from ffopt.errors import ProblemError
 from ffopt.reference.build import reference_from_spec
+from ffopt.reference.retimed import RetimedPath
 from ffopt.reference.paths import time_law_peak
 from ffopt.reference.time_laws import get_time_law, junction_family, monotonicity_margin, shaped_time_law
 
@@ -118,6 +119,7 @@ class _Plans:
         self.n_zero = get_time_law(spec.time_law).n_zero_derivs + JUNCTION_EXTRA
         self.speed_tol, self.torque_rel = speed_tol, torque_rel
         self.solves, self.peak_rows = 0, peak_rows
+        self.retimed = RetimedPath(spec, self.model) if RetimedPath.separable(spec) else None  # one path, many laws
         self.progress, self.last_line, self.iteration = None, time.perf_counter(), 0
         self.G, self.g0 = self._monotonicity_rows()
         self.base = self.solve(np.zeros(n_shape))
@@ -140,7 +142,8 @@ class _Plans:
 
     def solve(self, c):
         s = self.problem.solver
-        ref = reference_from_spec(self.spec, self.model, self.law(c))
+        ref = (self.retimed.reference(self.law(c)) if self.retimed is not None else
+               reference_from_spec(self.spec, self.model, self.law(c)))
         self.solves += 1
         self._heartbeat()
         return solve_inverse_bdf(self.model, ref, s.order, s.step, s.form, s.scaling_power, self.spec.joint_guess)

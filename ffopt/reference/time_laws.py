@@ -248,14 +248,26 @@ def _padded(c: tuple[Fraction, ...], m: int) -> tuple[Fraction, ...]:
     return tuple(c) + (Fraction(0),) * (m + 1 - len(c))
 
 
-def _combined(base: tuple[Fraction, ...], terms: list[tuple[Fraction, ...]], weights: list[Fraction]) -> list:
-    """base + sum_i weights_i terms_i, exactly."""
-    out = list(base)
-    for w, term in zip(weights, terms):
-        for j, x in enumerate(term):
-            if x:
-                out[j] += w * x
-    return out
+def _combined(base: tuple[Fraction, ...], terms: tuple[tuple[Fraction, ...], ...], weights) -> tuple[float, ...]:
+    """base + sum_i weights_i terms_i evaluated exactly and rounded once to floats (weights: floats, exact as the
+    dyadic rationals they are): in integers over each column's common denominator (``_integer_columns``), so
+    Python's correctly rounded int / int gives the bits float(Fraction) gives, 30x faster."""
+    columns = _integer_columns(base, terms)
+    ratios = [float(w).as_integer_ratio() for w in weights]
+    shift = max((d.bit_length() - 1 for _, d in ratios), default=0)  # denominators are powers of two
+    scaled = [n << (shift - (d.bit_length() - 1)) for n, d in ratios]
+    return tuple(((b << shift) + sum(w * x for w, x in zip(scaled, xs))) / (den << shift) for b, xs, den in columns)
+
+
+@lru_cache(maxsize=64)
+def _integer_columns(base: tuple[Fraction, ...], terms: tuple[tuple[Fraction, ...], ...]) -> tuple:
+    """Per coefficient j: (base_j D_j, (term_ij D_j)_i, D_j) in integers, D_j the lcm of the denominators."""
+    columns = []
+    for j, b in enumerate(base):
+        xs = [t[j] for t in terms]
+        den = math.lcm(b.denominator, *(x.denominator for x in xs))
+        columns.append((int(b * den), tuple(int(x * den) for x in xs), den))
+    return tuple(columns)
 
 
 @lru_cache(maxsize=None)
@@ -318,11 +330,10 @@ def shaped_time_law(base, shape, field: str = "reference.time_law_shape", check:
     # exact and cached, combined in exact arithmetic and rounded once (the same numbers as converting the
     # exact sum; converting it anew cost 2.5 ms a law, 1300 laws in a rest-to-rest search).
     base = tuple(law.exact_coefficients) or tuple(Fraction(x) for x in law.coefficients)
-    shape = [Fraction(ci) for ci in c]
-    coefficients = _combined(_padded(base, m), [_padded(shape_basis(n, i), m) for i in range(1, len(c) + 1)], shape)
-    bernstein = _combined(_bernstein_exact(base, m), [_basis_bernstein(n, i, m) for i in range(1, len(c) + 1)], shape)
-    shaped = TimeLaw(f"{law.name}+shape{len(c)}", tuple(float(x) for x in coefficients), n,
-                     bernstein=tuple(float(x) for x in bernstein))
+    terms = range(1, len(c) + 1)
+    coefficients = _combined(_padded(base, m), tuple(_padded(shape_basis(n, i), m) for i in terms), c)
+    bernstein = _combined(_bernstein_exact(base, m), tuple(_basis_bernstein(n, i, m) for i in terms), c)
+    shaped = TimeLaw(f"{law.name}+shape{len(c)}", coefficients, n, bernstein=bernstein)
     if check:
         check_monotone(shaped, field)
     return shaped

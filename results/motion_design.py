@@ -35,7 +35,7 @@ import ffopt
 from ffopt.motion.evaluate import run_table
 from ffopt.dae.equilibrium import static_equilibrium
 from ffopt.motion.min_time import MotionLimits, minimum_time
-from ffopt.motion.peers import PathLaw, PathSamples, rigid_motion, ruckig_law, topp_ra_law
+from ffopt.motion.peers import PathLaw, PathSamples, rigid_motion, ruckig_within_bounds, topp_ra_law
 from ffopt.reference.shaping import ei, zvd
 from ffopt.sim.plant import pd_gains
 from ffopt.sim.shaping import lowest_modes
@@ -93,27 +93,6 @@ def ffopt_row(problem, bounds, tol_mm, wall_s) -> dict:
             "verdict": result.verification.verdict.status}
 
 
-def ruckig_within(path, bounds, a_ref: float, speed_max=None) -> PathLaw:
-    """Ruckig on the path parameter with acceleration lam a_ref and jerk lam^1.5 a_ref / 0.02 s, lam the largest
-    (bisection) whose rigid torques stay within the bounds."""
-    def peak(lam):
-        law = ruckig_law(sigma_speed, lam * a_ref, lam ** 1.5 * a_ref / 0.02)
-        motion = rigid_motion(path, law.resampled(np.arange(0.0, law.duration + H / 2, H)))
-        return float((np.abs(motion.u_table).max(0) / bounds).max()), law
-
-    # the path parameter's speed limit from the joint speed limits: |dq/dsigma| sigma' <= v_max
-    dq = np.abs(np.gradient(path.qa[:, path.actuated], path.sigma, axis=0)).max(0)
-    sigma_speed = 1e3 if speed_max is None else float(np.min(np.asarray(speed_max) / np.maximum(dq, 1e-12)))
-
-    lo, hi = 0.05, 2.0
-    for _ in range(30):
-        mid = np.sqrt(lo * hi)
-        lo, hi = (mid, hi) if peak(mid)[0] <= 1.0 else (lo, mid)
-        if hi / lo < 1.001:
-            break
-    return peak(lo)[1]
-
-
 def study(problem) -> list[tuple[str, dict]]:
     """All rows of one problem (its path, duration, tolerance and limits)."""
     limits = MotionLimits.of(problem)
@@ -133,7 +112,7 @@ def study(problem) -> list[tuple[str, dict]]:
         rows.append((f"TOPP-RA convolved with {label} ({f:.3g} Hz, zeta {zeta:.2g}, PD-held)",
                      peer_row(problem, path, shaped_law(topp, sh), bounds, tol, topp_s)))
     tic = cpu_s()
-    ruck = ruckig_within(path, bounds, float(np.abs(topp.acceleration).max()), speed)
+    ruck = ruckig_within_bounds(path, bounds, speed)
     rows.append(("Ruckig, jerk-limited, torques within the bounds",
                  peer_row(problem, path, ruck, bounds, tol, cpu_s() - tic)))
     rows.append((f"ffopt rest to rest, the problem's {problem.reference_spec.duration:g} s",

@@ -57,3 +57,13 @@ def test_ruckig_with_the_bound_as_acceleration_limit_gives_the_bang_bang_time():
     assert ruckig_law(100.0, a, 50.0).duration > 1.05 * law.duration
     path = PathSamples.of(problem_from_dict(one_link()))
     assert np.abs(rigid_motion(path, law).u).max() == pytest.approx(TORQUE, rel=1e-3)
+
+
+def test_ruckig_within_bounds_meets_the_torque_bound_and_is_slower_than_bang_bang():
+    from ffopt.motion.peers import ruckig_within_bounds
+
+    path = PathSamples.of(problem_from_dict(one_link()))
+    law = ruckig_within_bounds(path, [TORQUE])
+    peak = np.abs(rigid_motion(path, law).u_table).max()
+    assert peak <= TORQUE * (1 + 1e-9) and peak == pytest.approx(TORQUE, rel=1e-2)  # on the bound (bisection 0.1 %)
+    assert law.duration > 2 * np.sqrt(THETA * J / TORQUE)  # a finite jerk costs time against bang-bang

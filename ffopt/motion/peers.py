@@ -163,8 +163,10 @@ def _constant_acceleration_law(name: str, s: np.ndarray, sd: np.ndarray, sdd: np
     k = np.clip(np.searchsorted(knots, t, side="right") - 1, 0, len(dt) - 1)
     tau = t - knots[k]
     acc = sdd[k]
-    return PathLaw(name, t, np.clip(s[k] + sd[k] * tau + acc * tau**2 / 2, 0.0, 1.0),
-                   np.maximum(sd[k] + acc * tau, 0.0), acc)
+    sigma, rate = np.clip(s[k] + sd[k] * tau + acc * tau**2 / 2, 0.0, 1.0), np.maximum(sd[k] + acc * tau, 0.0)
+    acc = acc.copy()
+    acc[0] = acc[-1] = 0.0  # at rest before and after: a table padded with its end rows holds, it does not brake
+    return PathLaw(name, t, sigma, rate, acc)
 
 
 def ruckig_law(speed_max: float, acceleration_max: float, jerk_max: float, n: int = 4001) -> PathLaw:
@@ -217,3 +219,27 @@ def rigid_motion(path: PathSamples, law: PathLaw) -> RigidMotion:
     qm_spline, u_static = CubicSpline(path.sigma, qm_s, axis=0), CubicSpline(path.sigma, u_s, axis=0)(s)
     return RigidMotion(law.t, q, dq, ddq, u, path.output_spline(s), u - gravity + u_static, qm_spline(s),
                        qm_spline(s, 1) * law.rate[:, None])
+
+
+def ruckig_within_bounds(path: PathSamples, torque_max, speed_max=None, a_ref: float | None = None,
+                         step: float = 1e-3) -> PathLaw:
+    """Ruckig's profile of the path parameter with acceleration lam a_ref and jerk lam^1.5 a_ref / 0.02 s, lam the
+    largest (bisection to 0.1 %) whose applied table (``rigid_motion``'s u_table) stays within |u| <= torque_max;
+    the parameter's speed limit from the joint speed limits (|dq/dsigma| sigma' <= v_max). a_ref: default TOPP-RA's
+    peak path acceleration under the same bounds."""
+    torque_max = np.asarray(torque_max, float)
+    if a_ref is None:
+        a_ref = float(np.abs(topp_ra_law(path, torque_max, speed_max).acceleration).max())
+    dq = np.abs(np.gradient(path.qa[:, path.actuated], path.sigma, axis=0)).max(0)
+    sigma_speed = 1e3 if speed_max is None else float(np.min(np.asarray(speed_max) / np.maximum(dq, 1e-12)))
+
+    def peak(lam):
+        law = ruckig_law(sigma_speed, lam * a_ref, lam ** 1.5 * a_ref / 0.02)
+        motion = rigid_motion(path, law.resampled(np.arange(0.0, law.duration + step / 2, step)))
+        return float((np.abs(motion.u_table).max(0) / torque_max).max()), law
+
+    lo, hi = 0.05, 2.0
+    while hi / lo > 1.001:
+        mid = np.sqrt(lo * hi)
+        lo, hi = (mid, hi) if peak(mid)[0] <= 1.0 else (lo, mid)
+    return peak(lo)[1]

@@ -98,3 +98,19 @@ def test_a_rigid_direct_drive_link_plans_its_inverse_dynamics():
     assert np.abs(result.trajectory.u).max() == pytest.approx(J * THETA * time_law_peak(get_time_law("poly11"), 2),
                                                              rel=1e-3)
     assert result.verification.verdict.status == "verified"
+
+
+def test_a_non_minimum_phase_arm_by_the_non_causal_nlp():
+    """E1 with a zero at +56 rad/s has no BDF plan: its moves are the non-causal NLP's. Under 80 % of its 0.1 s
+    move's peak torque the shortest move is longer than 0.1 s, on the bound, at rest, and above the rigid lower
+    bound (measured 0.1143 s against TOPP-RA's 0.1088 s)."""
+    from pathlib import Path
+
+    import ffopt
+
+    problem = ffopt.load_problem(Path(__file__).resolve().parents[1] / "problems" / "e1_nmp.toml")
+    bound = 0.8 * 8508.83  # N m: 0.8 x the 0.1 s move's peak (measured on 2026-11-28)
+    found = minimum_time(problem.with_values({"nlp.torque_max": [bound]}), lower_bound=False)
+    assert all(s.get("route", "").startswith("nlp") for s in found.searches)
+    assert 0.1 < found.duration_s < 0.1 * 1.25  # the dynamic torque falls at least like 1/T (gravity's share not)
+    assert 0.98 <= found.peak_ratio <= 1.0 and all(s["at_rest"] for s in found.searches)

@@ -185,18 +185,25 @@ def minimum_time(problem, limits: MotionLimits | None = None, duration_max: floa
 
 class _DurationSearch:
     """p(T): the least largest limit ratio of a rest-to-rest law of a T-second move, warm-started from the law
-    found at the nearest duration searched (the shaping coefficients live on the normalised time tau)."""
+    found at the nearest duration searched (the shaping coefficients live on the normalised time tau).
+
+    A non-minimum-phase arm has no BDF plan: its moves are the non-causal NLP's (pre- and post-actuation, which
+    start and end at rest), of the problem's own time law, without limits, and p(T) their largest limit ratio;
+    the route is the one method auto takes at the problem's duration."""
 
     def __init__(self, problem, limits: MotionLimits, n_shape: int, say):
         self.problem, self.limits, self.n_shape, self.say = problem, limits, n_shape, say
         self.history: list[dict] = []
         self.laws: list[tuple[float, np.ndarray]] = []
+        self.route = _route(problem, say)
 
     def problem_at(self, T: float, c=None):
         moved = with_duration_factor(self.problem, T / self.problem.reference_spec.duration)
         return moved if c is None else moved.with_values({"reference.time_law_shape": [float(x) for x in c]})
 
     def at(self, T: float) -> tuple[float, np.ndarray, bool]:
+        if self.route == "nlp":
+            return self._nlp_at(T)
         tic = time.perf_counter()
         start = min(self.laws, key=lambda law: abs(np.log(law[0] / T)))[1] if self.laws else None
         c, info = rest_law_within(self.problem_at(T, start), self.limits.ratios, self.n_shape,
@@ -209,6 +216,42 @@ class _DurationSearch:
         self.say(f"minimum time: {T:.4g} s move: largest limit ratio {p:.4g}, "
                  f"{'at rest' if rest else 'not at rest'} ({info['bdf_solves']} BDF solves)")
         return p, c, rest
+
+
+    def _nlp_at(self, T: float) -> tuple[float, np.ndarray, bool]:
+        from ffopt.dae.rest_to_rest import ends_at_rest
+        from ffopt.plan import plan  # the planner is the stage above this one: imported where the route needs it
+
+        tic = time.perf_counter()
+        result = plan(_unbounded(self.problem_at(T)), verify=False, progress=self.say)
+        traj = result.trajectory
+        p = float(np.abs(self.limits.ratios(traj)).max())
+        rest = bool(ends_at_rest(self.problem.model, traj)[0])
+        self.history.append({"duration_s": T, "peak_ratio": p, "at_rest": rest, "route": traj.method,
+                             "seconds": time.perf_counter() - tic})
+        self.say(f"minimum time: {T:.4g} s move ({traj.method}): largest limit ratio {p:.4g}, "
+                 f"{'at rest' if rest else 'not at rest'}")
+        return p, np.zeros(0), rest
+
+
+def _unbounded(problem):
+    """The problem without torque and rate bounds (its exact-tracking inverse)."""
+    data = problem.to_dict()
+    for key in ("torque_max", "torque_rate_max"):
+        data.get("nlp", {}).pop(key, None)
+    return problem.from_dict(data, problem.source)
+
+
+def _route(problem, say) -> str:
+    """"bdf" where method auto plans the problem by BDF (minimum phase) or the problem says bdf, else "nlp"."""
+    if problem.solver.method == "bdf":
+        return "bdf"
+    from ffopt.plan import plan
+
+    say("minimum time: which route plans this arm (method auto at the problem's duration)")
+    first = plan(_unbounded(problem).with_values({"solver.end_at_rest": False, "solver.method": "auto"}),
+                 verify=False, progress=say)
+    return "bdf" if first.trajectory.method.startswith("bdf") else "nlp"
 
 
 def _next_duration(history: list[dict], feasible, infeasible, T_max: float) -> float | None:

@@ -251,3 +251,37 @@ def test_the_slow_draws_do_not_depend_on_what_the_process_loaded():
     fresh = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                            cwd=Path(__file__).resolve().parents[1]).stdout.strip()
     assert fresh == repr(drawn_arms(4, ("planar2", "spatial3"), 7))
+
+
+def _check_minimum_time(arm: dict, share: float = 0.8):
+    """The shortest rest-to-rest move of a drawn arm under share x its default plan's peak torque per motor: it
+    plans (BDF rest to rest, or the non-causal NLP for a non-minimum-phase arm), its plan is verified, ends at
+    rest and stays within the bound (1e-3: the search stops within FEASIBLE)."""
+    from ffopt.dae.rest_to_rest import ends_at_rest
+    from ffopt.motion.min_time import minimum_time
+
+    problem = problem_of(arm)
+    base = ffopt.plan(problem, verify=False)
+    bound = share * np.abs(base.trajectory.u).max(axis=0)
+    found = minimum_time(problem.with_values({"nlp.torque_max": bound.tolist()}), lower_bound=False)
+    result = ffopt.plan(found.problem)
+    assert result.verification.verdict.status == "verified", result.verification.verdict
+    assert ends_at_rest(result.problem.model, result.trajectory)[0]
+    assert np.all(np.abs(result.trajectory.u).max(axis=0) <= bound * (1 + 2e-3))
+    return found
+
+
+@pytest.mark.parametrize("n, kinds, seed, k, phase", [DEFAULT_ARMS[0], DEFAULT_ARMS[-1]],
+                         ids=["planar2-arm0", "planar2_passive-nmp"])
+def test_minimum_time_on_random_arms(n, kinds, seed, k, phase):
+    """A minimum-phase and a non-minimum-phase arm of the default sample (see DEFAULT_ARMS)."""
+    _check_minimum_time(_drawn(n, kinds, seed)[k])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("k", range(30), ids=lambda k: f"arm{k:02d}")
+def test_minimum_time_on_many_random_arms(k):
+    arm = _drawn(30, KINDS, SEED)[k]
+    if _no_exact_inverse(ffopt.plan(problem_of(arm), verify=False)):
+        pytest.skip("no exact inverse along the path (see test_default_plan_on_many_random_arms)")
+    _check_minimum_time(arm)

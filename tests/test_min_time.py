@@ -114,3 +114,21 @@ def test_a_non_minimum_phase_arm_by_the_non_causal_nlp():
     assert all(s.get("route", "").startswith("nlp") for s in found.searches)
     assert 0.1 < found.duration_s < 0.1 * 1.25  # the dynamic torque falls at least like 1/T (gravity's share not)
     assert 0.98 <= found.peak_ratio <= 1.0 and all(s["at_rest"] for s in found.searches)
+
+
+def test_duration_min_in_the_problem_file():
+    """reference.duration = "min" marks the problem (its duration is duration_max until the search sets it); the
+    search's problem holds the duration found (and no duration_max); misuse names the key."""
+    problem = problem_from_dict({**one_link(), "reference": {**one_link()["reference"], "duration": "min",
+                                                             "duration_max": 3.0}})
+    spec = problem.reference_spec
+    assert spec.minimum_time and spec.duration == 3.0
+    found = minimum_time(problem, n_shape=4, lower_bound=False)
+    assert not found.problem.reference_spec.minimum_time
+    assert np.ravel(found.problem.to_dict()["reference"]["duration"])[0] == found.duration_s < 3.0
+    assert "duration_max" not in found.problem.to_dict()["reference"]
+    with pytest.raises(ProblemError, match="reference.duration_max: bounds the search"):
+        problem_from_dict({**one_link(), "reference": {**one_link()["reference"], "duration_max": 3.0}})
+    with pytest.raises(ProblemError, match="reference.speed_max_deg_s: with duration = \"min\""):
+        problem_from_dict({**one_link(), "reference": {**one_link()["reference"], "duration": "min",
+                                                       "speed_max_deg_s": 90.0}})

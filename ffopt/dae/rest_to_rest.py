@@ -412,7 +412,7 @@ def with_duration_factor(problem, factor: float):
     ref = data["reference"]
     spec = problem.reference_spec
     for key in ("speed_mm_s", "speed_max_deg_s", "speed_max_rad_s", "acceleration_max_deg_s2",
-                "acceleration_max_rad_s2"):
+                "acceleration_max_rad_s2", "duration_max"):  # duration_max: a minimum-time search's, now decided
         ref.pop(key, None)
     if spec.kind == "polyline":
         ref["durations"] = (factor * np.asarray(spec.params["durations"], float)).tolist()

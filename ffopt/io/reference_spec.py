@@ -68,6 +68,7 @@ TIME_LAW_KEYS = ("time_law", "time_law_shape", "shaper", "shaper_modes")  # not 
 PREFILTER_MARGIN = 1
 # Orientation angles must stay this far from a branch cut (yaw, roll) or from gimbal lock (pitch).
 ANGLE_MARGIN = math.radians(1.0)
+DURATION_MAX_S = 10.0  # reference.duration = "min": the longest move searched unless duration_max says
 
 _COMMON = {
     "kind": Field("str", required=True, choices=KINDS, doc="the kind of path; each kind has its own keys"),
@@ -96,7 +97,13 @@ _COMMON = {
                              "the IK branch)"),
 }
 _TIMING = {
-    "duration": Field("float", check=positive, unit="s", doc="motion time (s)"),
+    "duration": Field("float", check=positive, unit="s",
+                      doc="motion time (s); or \"min\": the shortest move within the problem's limits that ends at "
+                          "rest (nlp.torque_max, nlp.torque_rate_max, the URDF's velocity limits; ffopt.motion.min_time,"
+                          " ffopt plan --min-time); the plan's problem.toml holds the duration found"),
+    "duration_max": Field("float", check=positive, unit="s",
+                          doc="with duration = \"min\": the longest move the search considers (s); default "
+                              f"{DURATION_MAX_S:g} s"),
     "speed_mm_s": Field("float", check=positive, unit="mm/s", doc="peak tool speed (mm/s), instead of duration"),
 }
 _ORIENTATION = {
@@ -154,7 +161,8 @@ SCHEMAS: dict[str, dict[str, Field]] = {
                   "q_end_deg": Field("vector", unit="deg", doc="actuated link-side joint angles at the end (deg)"),
                   "q_end_rad": Field("vector", unit="rad", doc="q_end_deg in rad, instead of it"),
                   "duration": Field("number_or_vector", unit="s",
-                                    doc="motion time (s), or one per actuated joint"),
+                                    doc="motion time (s), or one per actuated joint; or \"min\" (as for a line)"),
+                  "duration_max": _TIMING["duration_max"],
                   "speed_max_deg_s": Field("number_or_vector", unit="deg/s",
                                            doc="joint speed limits (deg/s), one or one per joint, instead of duration"),
                   "speed_max_rad_s": Field("number_or_vector", unit="rad/s", doc="speed_max_deg_s in rad/s"),
@@ -233,6 +241,7 @@ class ReferenceSpec:
     angle_centres: dict = field(default_factory=dict)  # branch centres of yaw/roll outputs (rad)
     time_law_shape: tuple[float, ...] = ()  # shaping coefficients added to the polynomial time_law
     shaper: tuple | None = None  # (kind, ((Hz, damping ratio), ...)): an input shaper convolved with the time law
+    minimum_time: bool = False  # duration = "min": the duration is duration_max until ffopt.motion.min_time sets it
 
     @property
     def law(self) -> TimeLaw:
@@ -295,6 +304,7 @@ def parse_reference(v: Validator, raw: dict, outputs, chain: Chain) -> Reference
             hint = f" (did you mean '{close[0]}'?)" if close else ""
             v.fail(f"reference.{key}", f"is a key of kind {' / '.join(repr(o) for o in owners)}, not of "
                    f"kind '{kind}'{hint}")
+    raw, minimum_time = _minimum_time(v, raw, schema)
     r = v.table(raw, schema, "reference")
     out = _Outputs(outputs)
     law = TIME_LAWS.get(r.get("time_law"))
@@ -318,7 +328,23 @@ def parse_reference(v: Validator, raw: dict, outputs, chain: Chain) -> Reference
         v.fail("reference.joint_guess", f"expected {chain.n_joints} link-side angles (one per joint, "
                f"{', '.join(j.name for j in chain.joints)}), got {len(guess)}")
     return ReferenceSpec(kind, duration, r.get("time_law", kind), r["rest_before"], r["rest_after"], guess, params,
-                         _angle_centres(v, out, params), shape, shaper)
+                         _angle_centres(v, out, params), shape, shaper, minimum_time)
+
+
+def _minimum_time(v, raw: dict, schema: dict) -> tuple[dict, bool]:
+    """reference.duration = "min": the table with duration_max (default DURATION_MAX_S) as the move's duration
+    until the search finds it, and True; the table as it is and False otherwise."""
+    if raw.get("duration") != "min":
+        if raw.get("duration_max") is not None:
+            v.fail("reference.duration_max", "bounds the search of duration = \"min\"; give that, or remove it")
+        return raw, False
+    if "duration_max" not in schema:
+        v.fail("reference.duration", "\"min\" is for the kinds with one duration (line, arc, joint_ptp)")
+    for key in ("speed_mm_s", "speed_max_deg_s", "speed_max_rad_s", "acceleration_max_deg_s2",
+                "acceleration_max_rad_s2"):
+        if raw.get(key) is not None:
+            v.fail(f"reference.{key}", "with duration = \"min\" the search sets the duration: remove it")
+    return {**raw, "duration": raw.get("duration_max", DURATION_MAX_S)}, True
 
 
 def _shaper(v, r) -> tuple | None:

@@ -149,7 +149,8 @@ def minimum_time(problem, limits: MotionLimits | None = None, duration_max: floa
     """The shortest move along ``problem``'s path (its time law family, solver order/step/form) that tracks the
     path exactly, stays within ``limits`` (default ``MotionLimits.of(problem)``) and ends at rest. Raises
     ProblemError without any limit (minimum time is unbounded) or when no move up to ``duration_max``
-    (default 8x the problem's duration) is feasible."""
+    (default: reference.duration_max for a problem with duration = "min", else 8x the problem's duration) is
+    feasible."""
     tic = time.perf_counter()
     limits = MotionLimits.of(problem) if limits is None else limits
     if limits.is_empty():
@@ -157,8 +158,9 @@ def minimum_time(problem, limits: MotionLimits | None = None, duration_max: floa
                            "the URDF's velocity limits): without one any move is feasible")
     say = progress or (lambda line: None)
     bound = _rigid_lower_bound(problem, limits, say) if lower_bound else None
-    base_T = problem.reference_spec.duration
-    T_max = duration_max if duration_max is not None else 8.0 * base_T
+    spec = problem.reference_spec
+    base_T = spec.duration  # with duration = "min": duration_max, the longest move searched
+    T_max = duration_max if duration_max is not None else base_T if spec.minimum_time else 8.0 * base_T
     search = _DurationSearch(problem, limits, n_shape, say)
     T = min(T_max, 1.2 * bound[0]) if bound else base_T
     feasible, infeasible = None, None  # (T, p, c) at the shortest feasible / longest infeasible duration

@@ -77,13 +77,14 @@ class MotionLimits:
         """All ratios flattened (the search's peak rows; at most 1 is within the limits)."""
         return np.concatenate([b.ravel() for b in self.ratio_blocks(traj).values()])
 
-    def active(self, traj, joint_names, threshold: float = 0.98) -> list[dict]:
-        """Where a limit is active (the ratio above ``threshold``): kind, joint, peak ratio and the times it is
-        at least ``threshold``, as intervals (s)."""
+    def active(self, traj, input_names, link_names=None, threshold: float = 0.98) -> list[dict]:
+        """Where a limit is active (the ratio above ``threshold``): kind, joint (``input_names`` for the motors'
+        limits, ``link_names`` for the link speeds), peak ratio and the times it is at least ``threshold``, as
+        intervals (s)."""
         found = []
         for kind, block in self.ratio_blocks(traj).items():
             t = traj.t[: block.shape[0]]
-            names = _names(kind, joint_names, block.shape[1])
+            names = _names(kind, link_names if kind == "link_speed" and link_names else input_names, block.shape[1])
             for j in range(block.shape[1]):
                 r = np.abs(block[:, j])
                 if r.max() >= threshold:
@@ -302,3 +303,22 @@ def _rigid_lower_bound(problem, limits: MotionLimits, say) -> tuple[float, str] 
     speed = None if limits.link_speed_max is None else limits.link_speed_max[path.actuated]
     law = topp_ra_law(path, limits.torque_max, speed_max=speed)
     return float(law.duration), "TOPP-RA, rigid model, same torque and link speed limits"
+
+
+def minimum_time_record(found: MinimumTime, traj, problem) -> dict:
+    """summary.json's ``method_choice.minimum_time``: the search (``MinimumTime.to_dict``) with the limits active in
+    the plan as made (kind, joint, peak ratio, when) and its largest ratio per kind."""
+    limits = MotionLimits.of(problem)
+    names = [problem.chain.joints[i].name for i in problem.model.layout.actuated]
+    active = limits.active(traj, names, [j.name for j in problem.chain.joints])
+    peaks = {kind: float(np.abs(block).max()) for kind, block in limits.ratio_blocks(traj).items()}
+    return {**found.to_dict(), "active_limits": active, "peak_ratio_by_limit": peaks}
+
+
+def minimum_time_text(record: dict) -> str:
+    """One console line: the duration found, the lower bound and the gap, the active limits."""
+    bound = record.get("lower_bound_s")
+    gap = "" if bound is None else f" ({record['duration_over_lower_bound']:.2f}x TOPP-RA's rigid {bound:.4g} s)"
+    active = ", ".join(sorted({f"{a['limit']} {a['joint']}" for a in record.get("active_limits", [])})) or "none"
+    return (f"minimum time: {record['duration_s']:.4g} s{gap}, {len(record['searches'])} searches; "
+            f"active limits: {active}")

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ffopt._version import __version__
 from ffopt.errors import PathError, ProblemError, SolverError, VerificationError
 from ffopt.io.problem import METHODS, Problem, load_problem
 from ffopt.progress import heartbeat
@@ -229,9 +230,7 @@ def versions() -> dict:
     cost ~20 ms)."""
     import casadi
 
-    import ffopt
-
-    out = {"ffopt": ffopt.__version__, "python": sys.version.split()[0], "platform": platform.platform(),
+    out = {"ffopt": __version__, "python": sys.version.split()[0], "platform": platform.platform(),
            "casadi": casadi.__version__, "numpy": np.__version__}
     if "scipy" in sys.modules:
         out["scipy"] = sys.modules["scipy"].__version__

@@ -12,7 +12,8 @@ import argparse
 import re
 import sys
 
-from ffopt import __version__, interrupt
+from ffopt import interrupt
+from ffopt._version import __version__
 from ffopt.cli.common import (EXIT_INPUT, EXIT_INTERRUPTED, EXIT_MISSED_TOLERANCE, EXIT_OK, EXIT_SOLVER,  # noqa: F401
                               finite_float, plan_exit_code, positive_int, progress_printer)
 from ffopt.errors import FfoptError, PathError, ProblemError, SolverError, VerificationError

@@ -35,6 +35,7 @@ import time
 
 import numpy as np
 
+from ffopt._version import __version__
 from ffopt.dae.equilibrium import static_equilibrium
 from ffopt.dae.inverse import solve_inverse_bdf
 from ffopt.errors import ProblemError
@@ -294,10 +295,9 @@ def shape_for_rest_cached(problem, n_shape: int = N_SHAPE, progress=None) -> tup
     import hashlib
     import json
 
-    import ffopt
     from ffopt.dae.bdf import _cache_dir
 
-    text = f"{ffopt.__version__}\n{n_shape}\njunction+{JUNCTION_EXTRA}\n{problem.to_toml()}"
+    text = f"{__version__}\n{n_shape}\njunction+{JUNCTION_EXTRA}\n{problem.to_toml()}"
     path = _cache_dir(None) / f"rest_{hashlib.sha256(text.encode()).hexdigest()[:32]}.json"
     try:
         saved = json.loads(path.read_text())

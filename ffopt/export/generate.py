@@ -29,6 +29,7 @@ from pathlib import Path
 import casadi as ca
 import numpy as np
 
+from ffopt._version import __version__
 from ffopt.cache import per_model
 from ffopt.errors import ProblemError
 from ffopt.export import templates
@@ -249,7 +250,6 @@ def export_problem(problem, out, sample_time: float | None = None, force: bool =
     ``force``: beside other files). Returns what was exported. Raises ProblemError for what cannot run online.
     ``straight_line``: every generated function as straight-line C (the fastest steps; for a 6-axis arm a
     compile of minutes), else the largest as instruction tables (``ffopt.export.tables``)."""
-    import ffopt
     from ffopt.io.results import check_output_folder, write_result_folder
 
     out = Path(out)
@@ -275,11 +275,11 @@ def export_problem(problem, out, sample_time: float | None = None, force: bool =
         if info.code.get("tabled_instructions"):
             say(f"{info.code['tabled_instructions']} operations as instruction tables, "
                 f"{info.code['straight_line_statements']} as straight-line C (--straight-line: all of them)")
-        texts = templates.render(info, const, _layout(model, dae, L), ffopt.__version__, ca.__version__)
+        texts = templates.render(info, const, _layout(model, dae, L), __version__, ca.__version__)
         for name, text in texts.items():
             (tmp / name).write_text(text)
         np.ascontiguousarray(r, dtype="<f8").tofile(tmp / "reference.bin")
-        meta = {**info.to_dict(), "ffopt_version": ffopt.__version__, "casadi_version": ca.__version__,
+        meta = {**info.to_dict(), "ffopt_version": __version__, "casadi_version": ca.__version__,
                 "scaling_power": const["scaling_power"], "x0": const["x0"].tolist(), "y0": const["y0"].tolist(),
                 "reference_file": {"name": "reference.bin", "dtype": "float64 little-endian", "rows": len(t),
                                    "columns": info.n_ref, "row_i_time_s": f"i * {h!r}"}}

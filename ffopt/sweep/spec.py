@@ -44,7 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
-import ffopt
+from ffopt._version import __version__
 from ffopt.errors import ProblemError
 from ffopt.io.problem import Problem, load_problem
 from ffopt.io.schema import Field, Validator
@@ -114,7 +114,7 @@ class Run:
     run_id: str = ""  # hash of the full spec (problem, plan settings, ffopt version)
 
     def spec(self, plan: dict) -> dict:
-        return {"problem": self.problem.to_dict(), "plan": plan, "ffopt": ffopt.__version__}
+        return {"problem": self.problem.to_dict(), "plan": plan, "ffopt": __version__}
 
 
 @dataclass

@@ -4,6 +4,7 @@
     python results/refactor_check.py --base main           # ... against another commit
     python results/refactor_check.py --plan DIR [--source TREE]   # only plan every problem into DIR
     python results/refactor_check.py --compare DIR_A DIR_B        # only compare two such folders
+    ... --only e12_line e1_nmp                                    # only these problems
 
 Each problem in problems/*.toml is planned by ``ffopt plan PROBLEM --out DIR --no-verify --no-plots --quiet`` in
 its own process, with the source tree first on the path (the base commit is unpacked by ``git archive`` into a
@@ -35,14 +36,17 @@ REPOSITORY = Path(__file__).resolve().parents[1]
 MEASURED = re.compile(r"(^|_)time(_|$)|^cached$|^compiled$|^compile_level$|^versions$|^files$")
 
 
-def plan_every_problem(source: Path, out: Path, cache: Path | None = None) -> dict:
-    """Plan problems/*.toml of ``source`` with the ffopt of ``source`` into out/<name>/; {name: exit code}."""
+def plan_every_problem(source: Path, out: Path, cache: Path | None = None, only: list[str] | None = None) -> dict:
+    """Plan problems/*.toml of ``source`` (``only``: those named) with the ffopt of ``source`` into out/<name>/;
+    {name: exit code}."""
     out.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "PYTHONPATH": str(source), "FFOPT_COMPILE": "sync"}
     if cache is not None:
         env["FFOPT_CACHE_DIR"] = str(cache)
     codes = {}
     for problem in sorted((source / "problems").glob("*.toml")):
+        if only and problem.stem not in only:
+            continue
         folder = out / problem.stem
         command = [sys.executable, "-m", "ffopt.cli.main", "plan", str(problem.relative_to(source)), "--out",
                    str(folder), "--no-verify", "--no-plots", "--quiet"]
@@ -88,9 +92,11 @@ def differences(a: Path, b: Path) -> list[str]:
     return found
 
 
-def compare(a: Path, b: Path) -> int:
+def compare(a: Path, b: Path, only: list[str] | None = None) -> int:
     names = sorted(p.stem for p in a.glob("*.exit"))
-    if names != sorted(p.stem for p in b.glob("*.exit")):
+    if only:
+        names = [name for name in names if name in only]
+    elif names != sorted(p.stem for p in b.glob("*.exit")):
         print(f"not the same problems: {names} / {sorted(p.stem for p in b.glob('*.exit'))}")
         return 1
     bad = 0
@@ -118,22 +124,23 @@ def main(argv=None) -> int:
     parser.add_argument("--plan", metavar="DIR", type=Path, help="only plan every problem into DIR")
     parser.add_argument("--source", type=Path, default=REPOSITORY, help="with --plan: the source tree (default: this)")
     parser.add_argument("--compare", nargs=2, metavar="DIR", type=Path, help="only compare two --plan folders")
+    parser.add_argument("--only", nargs="+", metavar="NAME", help="only these problems (problems/NAME.toml)")
     parser.add_argument("--cold", action="store_true", help="each run with an empty cache folder of its own")
     args = parser.parse_args(argv)
     if args.compare:
-        return compare(*args.compare)
+        return compare(*args.compare, args.only)
     if args.plan:
-        plan_every_problem(args.source.resolve(), args.plan)
+        plan_every_problem(args.source.resolve(), args.plan, only=args.only)
         return 0
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         base = unpack(args.base, tmp)
         caches = (tmp / "cache_base", tmp / "cache_new") if args.cold else (None, None)
         print(f"base: {args.base}")
-        plan_every_problem(base, tmp / "base", caches[0])
+        plan_every_problem(base, tmp / "base", caches[0], args.only)
         print("working tree")
-        plan_every_problem(REPOSITORY, tmp / "new", caches[1])
-        return compare(tmp / "base", tmp / "new")
+        plan_every_problem(REPOSITORY, tmp / "new", caches[1], args.only)
+        return compare(tmp / "base", tmp / "new", args.only)
 
 
 if __name__ == "__main__":

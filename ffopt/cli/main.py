@@ -17,7 +17,7 @@ from ffopt._version import __version__
 from ffopt.cli.common import (EXIT_INPUT, EXIT_INTERRUPTED, EXIT_MISSED_TOLERANCE, EXIT_OK, EXIT_SOLVER,  # noqa: F401
                               finite_float, plan_exit_code, positive_int, progress_printer)
 from ffopt.errors import FfoptError, PathError, ProblemError, SolverError, VerificationError
-from ffopt.io.problem import METHODS
+from ffopt.method_names import BDF_FAMILY, BDF_ORDER_MAX, BDF_ORDER_MIN, METHODS
 
 EXIT_CODES_HELP = """exit codes:
   0    ok (ffopt plan: the plan is written and verified within its tolerance)
@@ -32,7 +32,6 @@ EXIT_CODES_HELP = """exit codes:
        for Ctrl-C, nothing partial is left and a sweep's finished runs are in its table
 """
 
-BDF_FAMILY = ("bdf", "hi", "dd", "dd43", "dd44", "dd48", "dd49", "km", "dc")
 # which --options apply to which methods, and what they set (a method missing here, e.g. "auto",
 # accepts them all: they apply to whichever method it runs)
 OPTION_METHODS = {
@@ -161,7 +160,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "failed solve falls back to the next formulation; bdf or nlp: only that method; hi, dd "
                         "(automatic dummy derivatives), km, dc: Moberg & Hanssen's solver family, any model; "
                         "dd43..dd49: their hand-made E1 systems; default: the problem's solver.method (default auto)")
-    p.add_argument("--order", type=int, choices=range(1, 7), metavar="K", help="BDF order k (1..6); BDF methods")
+    p.add_argument("--order", type=int, choices=range(BDF_ORDER_MIN, BDF_ORDER_MAX + 1), metavar="K",
+                   help=f"BDF order k ({BDF_ORDER_MIN}..{BDF_ORDER_MAX}); BDF methods")
     p.add_argument("--step", type=finite_float, metavar="H",
                    help="time step in seconds, e.g. 0.001: the BDF step and the NLP's collocation interval "
                         "(sets solver.step and nlp.step)")

@@ -29,13 +29,12 @@ from ffopt.io.plausibility import check_plausible
 from ffopt.io.reference_spec import ReferenceSpec, parse_reference
 from ffopt.io.schema import Field, Validator, non_negative, positive
 from ffopt.io.urdf import UrdfChain, looks_like_urdf
+from ffopt.method_names import BDF_ORDER_MAX, BDF_ORDER_MIN, METHODS  # noqa: F401 (METHODS: read here by others)
 from ffopt.models.chain import ROTOR_COUPLINGS, Body, Chain, Joint, rotation_rpy
 from ffopt.models.flexible import AXES, ORIENTATION, FlexibleModel
 from ffopt.nlp import settings as nlp_settings
 
 BDF_FORMS = ("I3", "I2", "I1")
-# auto: the zero dynamics choose bdf or nlp, with fallbacks (ffopt.auto_method); hi..dc: Moberg & Hanssen's family
-METHODS = ("auto", "bdf", "nlp", "hi", "dd", "dd43", "dd44", "dd48", "dd49", "km", "dc")
 
 
 def all_positive(values):
@@ -87,8 +86,9 @@ SOLVER_SCHEMA = {
                         "bdf: constant-step BDF on the inverse DAE; nlp: collocation NLP solved by IPOPT ([nlp]); "
                         "hi, dd, km, dc: Moberg & Hanssen's solver family (dd: automatic dummy derivatives, any "
                         "model); dd43..dd49: their hand-made E1 systems (CLI: --method)"),
-    "order": Field("int", default=6, check=lambda k: None if 1 <= k <= 6 else f"must be 1..6, got {k}",
-                   doc="BDF order k, 1..6 (CLI: --order)"),
+    "order": Field("int", default=6, check=lambda k: None if BDF_ORDER_MIN <= k <= BDF_ORDER_MAX else
+                   f"must be {BDF_ORDER_MIN}..{BDF_ORDER_MAX}, got {k}",
+                   doc=f"BDF order k, {BDF_ORDER_MIN}..{BDF_ORDER_MAX} (CLI: --order)"),
     "step": Field("float", default=1e-3, check=positive, unit="s",
                   doc="BDF time step h (CLI: --step, which sets nlp.step too)"),
     "form": Field("str", default="I1", choices=BDF_FORMS,

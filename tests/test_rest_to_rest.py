@@ -241,6 +241,18 @@ def test_a_shaper_needs_its_modes_and_is_written_back():
     assert np.abs(y[-1] - base.evaluate([base.t_end])[0]).max() < 1e-12
 
 
+@pytest.mark.parametrize("kind, periods", [("ei", 1.0), ("ei2", 1.5)])
+def test_an_ei_shaper_is_a_problem_setting(kind, periods):
+    """reference.shaper takes every shaper of ffopt.reference.shaping: EI spans one period of an undamped mode,
+    two-hump EI 1.5 (Singhose, Seering & Singer 1994), and the problem round-trips through TOML."""
+    problem = load_problem(PROBLEMS / "e12_line.toml")
+    shaped = problem.with_values({"reference.shaper": kind, "reference.shaper_modes": [[2.0, 0.0]]})
+    ref, base = shaped.reference, problem.reference
+    assert ref.t_motion_end - base.t_motion_end == pytest.approx(periods / 2.0, abs=1e-12)
+    again = problem_from_dict(tomllib.loads(shaped.to_toml()), "again")
+    assert again.reference_spec.shaper == shaped.reference_spec.shaper
+
+
 def test_robust_rest_needs_end_at_rest_and_a_time_law():
     problem = load_problem(PROBLEMS / "e12_line.toml")
     with pytest.raises(ProblemError, match=r"solver\.robust_rest: needs solver\.end_at_rest = true"):

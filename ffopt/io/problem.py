@@ -165,7 +165,7 @@ NLP_SCHEMA = {
                             doc="weight of the penalty on (tool error / band_mm)^2 against the objective"),
     "pre_actuation_s": Field("float", default=0.0, check=non_negative, unit="s",
                              doc="time before the motion in which the torques may act (non-causal inversion); 0 "
-                                 "with strategy noncausal: 10 time constants of the worst unstable zero, 0.05..3 s"),
+                                 "with strategy noncausal: 10 time constants of the slowest unstable zero, 0.05..3 s"),
     "post_actuation_s": Field("float", default=0.0, check=non_negative, unit="s",
                               doc="time after the motion in which the torques may act, as pre_actuation_s"),
     "strategy": Field("str", default="auto", choices=nlp_settings.STRATEGIES,
@@ -174,8 +174,9 @@ NLP_SCHEMA = {
     "backend": Field("str", default="auto", choices=nlp_settings.BACKENDS,
                      doc="casadi: CasADi's IPOPT; cyipopt: IPOPT through cyipopt with interval-wise derivatives; "
                          "pyomo: a Pyomo model; fatrop: the stage-structured interior point fatrop on the stage-ordered "
-                         "NLP (slower here: seconds of set-up); auto: Newton for a square NLP, else cyipopt "
-                         "(CLI: --backend)"),
+                         "NLP (slower here: seconds of set-up); ipopt-c: IPOPT through its C interface with interval-wise "
+                         "derivatives; auto: Newton for a square NLP, else ipopt-c (else cyipopt, else casadi, where "
+                         "IPOPT's C library is not found) (CLI: --backend)"),
     "square_by_newton": Field("bool", default=True,
                               doc="casadi/auto backends: solve a square NLP (causal exact tracking, no bounds) "
                                   "by Newton + sparse LU instead of IPOPT"),

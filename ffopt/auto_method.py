@@ -51,7 +51,7 @@ import numpy as np
 
 from ffopt._version import __version__
 from ffopt.errors import FfoptError, SolverError
-from ffopt.nlp.settings import POORLY_RESOLVED_PER_STEP
+from ffopt.settings.nlp import POORLY_RESOLVED_PER_STEP
 
 ZERO_DYNAMICS_POINTS = 21
 # A zero counts as unstable above this real part relative to its size. Undamped zero dynamics (a

@@ -5,7 +5,7 @@ import pytest
 
 from ffopt.cli.main import build_parser
 from ffopt.io.problem import SOLVER_SCHEMA
-from ffopt.method_names import BDF_FAMILY, METHODS, MOBERG_HANSSEN_METHODS
+from ffopt.settings.methods import BDF_FAMILY, METHODS, MOBERG_HANSSEN_METHODS
 from ffopt.plan import METHODS as REGISTRY
 from ffopt.plan import PlanOverrides, RestToRest, RobustRest, plan
 

@@ -14,8 +14,8 @@ import pytest
 from ffopt.io import problem as problem_module
 from ffopt.io import reference_spec
 from ffopt.io.format_reference import key_default
-from ffopt.method_names import METHODS
-from ffopt.nlp import settings as nlp_settings
+from ffopt.settings.methods import METHODS
+from ffopt.settings import nlp as nlp_settings
 from ffopt.nlp.backends import casadi_ipopt, ipopt_c
 from ffopt.nlp.solve import pre_actuation_rate
 from ffopt.reference.shaping import SHAPERS

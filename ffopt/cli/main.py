@@ -17,7 +17,7 @@ from ffopt._version import __version__
 from ffopt.cli.common import (EXIT_INPUT, EXIT_INTERRUPTED, EXIT_MISSED_TOLERANCE, EXIT_OK, EXIT_SOLVER,  # noqa: F401
                               finite_float, plan_exit_code, positive_int, progress_printer)
 from ffopt.errors import FfoptError, PathError, ProblemError, SolverError, VerificationError
-from ffopt.method_names import BDF_FAMILY, BDF_ORDER_MAX, BDF_ORDER_MIN, METHODS
+from ffopt.settings.methods import BDF_FAMILY, BDF_ORDER_MAX, BDF_ORDER_MIN, METHODS
 
 EXIT_CODES_HELP = """exit codes:
   0    ok (ffopt plan: the plan is written and verified within its tolerance)

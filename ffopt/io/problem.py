@@ -29,10 +29,10 @@ from ffopt.io.plausibility import check_plausible
 from ffopt.io.reference_spec import ReferenceSpec, parse_reference
 from ffopt.io.schema import Field, Validator, non_negative, positive
 from ffopt.io.urdf import UrdfChain, looks_like_urdf
-from ffopt.method_names import BDF_ORDER_MAX, BDF_ORDER_MIN, METHODS  # noqa: F401 (METHODS: read here by others)
 from ffopt.models.chain import ROTOR_COUPLINGS, Body, Chain, Joint, rotation_rpy
 from ffopt.models.flexible import AXES, ORIENTATION, FlexibleModel
-from ffopt.nlp import settings as nlp_settings
+from ffopt.settings import nlp as nlp_settings
+from ffopt.settings.methods import BDF_ORDER_MAX, BDF_ORDER_MIN, METHODS
 
 BDF_FORMS = ("I3", "I2", "I1")
 

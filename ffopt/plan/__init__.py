@@ -9,7 +9,7 @@
     result.py       PlanResult and summary.json
 """
 
-from ffopt.method_names import MOBERG_HANSSEN_METHODS
+from ffopt.settings.methods import MOBERG_HANSSEN_METHODS
 from ffopt.plan.checks import (BYTES_PER_ROW_AND_COORDINATE, MAX_GEAR_DEFLECTION_RAD, available_memory,
                                check_joint_limits, check_joint_speeds, plan_size, verification_cases)
 from ffopt.plan.diagnostics import prefilter_message

@@ -9,7 +9,7 @@ import numpy as np
 
 from ffopt.errors import PathError, ProblemError
 from ffopt.io.problem import Problem
-from ffopt.method_names import BDF_ORDER_MAX, BDF_ORDER_MIN, MOBERG_HANSSEN_METHODS
+from ffopt.settings.methods import BDF_ORDER_MAX, BDF_ORDER_MIN, MOBERG_HANSSEN_METHODS
 
 
 def check_joint_limits(chain, t: np.ndarray, qa: np.ndarray) -> None:

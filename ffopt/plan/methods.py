@@ -1,7 +1,7 @@
 """The planning methods by name, as SciPy's ``solve_ivp`` keeps its ``METHODS``: each entry solves the inverse
 dynamics of a checked problem with the settings objects the problem holds (``problem.solver``, ``problem.nlp``)
 and the options of the run (``Run``). A new method is one entry; its name also goes to
-``ffopt.method_names.METHODS`` (the problem schema's and the CLI's choices), which a test holds equal to the keys
+``ffopt.settings.methods.METHODS`` (the problem schema's and the CLI's choices), which a test holds equal to the keys
 here (plus auto, which chooses among them: ``ffopt.auto_method``)."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Callable
 
 from ffopt.errors import ProblemError, SolverError
 from ffopt.io.problem import Problem, samples_per_period
-from ffopt.method_names import METHODS as METHOD_NAMES
-from ffopt.method_names import MOBERG_HANSSEN_METHODS
+from ffopt.settings.methods import METHODS as METHOD_NAMES
+from ffopt.settings.methods import MOBERG_HANSSEN_METHODS
 from ffopt.progress import heartbeat
 from ffopt.trajectory import Trajectory, resample_to_hold
 

@@ -51,7 +51,7 @@ class PlanOverrides:
                                f"{problem.solver.method!r} (a fixed number of steps): use them with --method nlp")
         problem = problem.with_nlp(max_iter=self.max_iter, max_wall_time_s=self.max_time,
                                    max_cpu_time_s=self.max_cpu_time)
-        from ffopt.nlp.settings import check_limits  # io -> nlp.settings: see ffopt.nlp.settings
+        from ffopt.settings.nlp import check_limits
 
         check_limits(problem.nlp)
         return problem

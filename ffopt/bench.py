@@ -626,7 +626,7 @@ def _cpu_with_children() -> float:
 
 def _verified_mm(problem, traj) -> tuple[float, float]:
     """Max tool error (mm) of the plan's torques re-simulated from rest, open loop and with the motor PD."""
-    from ffopt.dae.equilibrium import static_equilibrium
+    from ffopt.models.equilibrium import static_equilibrium
     from ffopt.sim.plant import MotorPD, pd_gains, simulate
     from ffopt.sim.verify import tool_errors
 

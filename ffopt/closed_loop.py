@@ -190,7 +190,7 @@ def simulate(problem: Problem | str | Path, plan=None, plant=None, values: dict 
     Raises ProblemError (bad input: plan and problem or plant do not match) or VerificationError.
     """
     from ffopt.control import design, from_trajectory, rigid_model, run_closed_loop, static_compensation
-    from ffopt.dae.equilibrium import static_equilibrium
+    from ffopt.models.equilibrium import static_equilibrium
 
     say = progress or (lambda msg: None)
     timings = {}
@@ -254,7 +254,7 @@ def _after_the_table(problem, traj, runs, main, gains, plant, y_ref, tool_ref, p
     """Every run goes on for the settle window with the controller holding the final pose of the planning
     model (its static torque; the loop about its static state), as ``ffopt plan``'s verification; the
     verdict on the main case. Returns (settle info, Verdict, settle simulations)."""
-    from ffopt.dae.equilibrium import static_equilibrium
+    from ffopt.models.equilibrium import static_equilibrium
     from ffopt.sim.plant import StateFeedback, pd_gains
     from ffopt.sim.settle import hold_pose, judge, plan_end_state, settle_duration, settle_grid
     from ffopt.sim.cases import motor_hold, settle_case, tool_errors

@@ -26,7 +26,7 @@ import numpy as np
 import ffopt
 from ffopt.io.problem import problem_from_dict
 from ffopt.reference.prefilter import Butterworth
-from ffopt.dae.equilibrium import static_equilibrium
+from ffopt.models.equilibrium import static_equilibrium
 from ffopt.dae.inverse import solve_inverse_bdf
 from ffopt.sim.plant import MotorPD, pd_gains, simulate
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ffopt.dae.equilibrium import static_equilibrium
+from ffopt.models.equilibrium import static_equilibrium
 from ffopt.dae.inverse import solve_inverse_bdf
 from ffopt.errors import FfoptError
 from ffopt.io.problem import load_problem

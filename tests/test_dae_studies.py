@@ -17,7 +17,7 @@ import pytest
 
 from ffopt.analysis.strangeness import strangeness_analysis
 from ffopt.dae.bdf import BDF_ALPHA
-from ffopt.dae.equilibrium import static_equilibrium
+from ffopt.models.equilibrium import static_equilibrium
 from ffopt.dae.forms import build_inverse_dae
 from ffopt.io.problem import load_problem
 from ffopt.models import rigid_body

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from helpers import assert_structured_derivatives_match_ad
-from ffopt.dae.equilibrium import static_equilibrium
+from ffopt.models.equilibrium import static_equilibrium
 from ffopt.dae.forms import choose_dummy_set
 from ffopt.errors import ProblemError
 from ffopt.io.problem import load_problem

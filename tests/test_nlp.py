@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from helpers import assert_structured_derivatives_match_ad, paper_problem
-from ffopt.dae.equilibrium import static_equilibrium
+from ffopt.models.equilibrium import static_equilibrium
 from ffopt.dae.inverse import solve_inverse_bdf
 from ffopt.errors import ProblemError, SolverError
 from ffopt.io.problem import load_problem, problem_from_dict

@@ -407,7 +407,7 @@ def _gravity_holding_torques(chain, qa) -> np.ndarray:
 @pytest.mark.parametrize("tracking", ["exact", "band", "penalty"])
 def test_bound_below_the_holding_torque_is_infeasible_before_any_iteration(tracking, monkeypatch):
     p, m, r, g, warm = _problem("e12_torque_bounded.toml")
-    from ffopt.dae.equilibrium import static_equilibrium
+    from ffopt.models.equilibrium import static_equilibrium
 
     q0 = static_equilibrium(m, np.asarray(r.evaluate(np.array([0.0]))).ravel(), g)
     hold = _gravity_holding_torques(p.chain, q0[: m.layout.n_link])
@@ -447,7 +447,7 @@ def test_bound_below_the_end_holding_torque_is_infeasible():
     p = problem_from_dict(raw)
     m, r, g = p.model, p.reference, p.reference_spec.joint_guess
     warm_reversed, _ = warm_start_trajectory(m, r, g, 1e-3)
-    from ffopt.dae.equilibrium import static_equilibrium
+    from ffopt.models.equilibrium import static_equilibrium
 
     y_end = np.asarray(r.evaluate(np.array([r.t_end]))).ravel()
     q_end = static_equilibrium(m, y_end, warm_reversed.q[-1, :3])

@@ -266,7 +266,7 @@ def test_e12_robust_shaper_takes_the_pd_held_mode_and_the_zero_dynamics():
     """The modes of E12 at the end pose: 0.948 Hz (damping 0.107) held by the 5 Hz motor PD
     (results/input_shaping.md) and the zero dynamics -0.63 +- 50j rad/s (module docstring of
     ffopt.dae.rest_to_rest): 50 / 2 pi = 7.96 Hz, damping 0.63 / 50 = 0.0126."""
-    from ffopt.dae.robust_rest import robust_shaper
+    from ffopt.plan.robust import robust_shaper
 
     kind, modes = robust_shaper(load_problem(PROBLEMS / "e12_line.toml"))
     assert kind == "zvd" and len(modes) == 2

@@ -14,7 +14,7 @@ from ffopt.analysis.structural import (analyse_dae, differential_index, incidenc
                                        structural_analysis, structural_index)
 from ffopt.analysis.strangeness import strangeness_analysis
 from ffopt.dae.dummy_derivatives import reduce_index, solve_inverse_dd
-from ffopt.dae.equilibrium import static_equilibrium
+from ffopt.models.equilibrium import static_equilibrium
 from ffopt.dae.inverse import solve_inverse_bdf
 from ffopt.errors import SolverError
 from ffopt.io.problem import load_problem

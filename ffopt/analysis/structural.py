@@ -355,7 +355,7 @@ def analyse_dae(F: ca.Function, x0: np.ndarray, preference: list[int], t0: float
 def structural_analysis(model, reference, form: str = "I3", qa_guess=None,
                         prefer: str | list[str] = "actuated") -> StructuralReport:
     """Pantelides + dummy derivatives for the inverse-dynamics DAE of ``model`` at the path start."""
-    from ffopt.dae.equilibrium import static_equilibrium
+    from ffopt.models.equilibrium import static_equilibrium
     from ffopt.dae.forms import build_inverse_dae
 
     y0 = np.asarray(reference.evaluate(np.array([0.0]))).ravel()

@@ -10,7 +10,7 @@ import numpy as np
 
 from ffopt.cache import per_model
 from ffopt.dae.bdf import solve_bdf
-from ffopt.dae.equilibrium import static_equilibrium
+from ffopt.models.equilibrium import static_equilibrium
 from ffopt.dae.forms import DEFAULT_SCALING_POWER, build_inverse_dae, choose_dummy_set
 from ffopt.models.flexible import FlexibleModel
 from ffopt.trajectory import Trajectory

@@ -132,7 +132,7 @@ def reference_samples(problem, sample_time: float, dae=None) -> tuple[np.ndarray
 
 
 def _start(problem):
-    from ffopt.dae.equilibrium import static_equilibrium
+    from ffopt.models.equilibrium import static_equilibrium
     from ffopt.dae.forms import choose_dummy_set
 
     from ffopt.sim.baselines import start_configuration
@@ -162,7 +162,7 @@ def build_functions(problem, sample_time: float):
     ffopt_equilibrium (q_guess[nq], y_start[n_out]) -> (x0[n], extra0, [converged, max |G|]).
     """
     from ffopt.dae.bdf import _build_functions, _expanded
-    from ffopt.dae.equilibrium import _torque_scale
+    from ffopt.models.equilibrium import torque_scale
     from ffopt.dae.forms import DEFAULT_SCALING_POWER
 
     s, model = problem.solver, problem.model
@@ -194,13 +194,13 @@ def build_functions(problem, sample_time: float):
     x0_num = dae.initial_state(q0)
     extra0_num = np.array(recovery(x0_num, np.zeros(n_x))).ravel()
     return step, equilibrium, dae, recovery, {"c": c, "x0": x0_num, "q0": q0, "y0": y0, "extra0": extra0_num,
-                                              "scaling_power": p, "torque_scale": _torque_scale(model)}
+                                              "scaling_power": p, "torque_scale": torque_scale(model)}
 
 
 def _static(model):
-    from ffopt.dae.equilibrium import _static_solver
+    from ffopt.models.equilibrium import static_solver
 
-    return _static_solver(model)
+    return static_solver(model)
 
 
 def generate_c(functions, folder: Path, budget: int | None = DEFAULT_BUDGET) -> dict:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ffopt.dae.equilibrium import static_equilibrium
+from ffopt.models.equilibrium import static_equilibrium
 from ffopt.sim.plant import MotorPD, simulate
 from ffopt.sim.settle import hold_pose, settle_duration, settle_grid
 

@@ -11,6 +11,7 @@ import numpy as np
 
 from ffopt.errors import SolverError
 from ffopt.io.problem import Problem
+from ffopt.models.equilibrium import ends_at_rest, not_at_rest_text
 from ffopt.plan.methods import Run, solve_method
 from ffopt.trajectory import Trajectory
 
@@ -81,7 +82,7 @@ def end_at_rest(problem: Problem, traj, run: Run, solve: Solve = solve_method):
     path, same duration) so that the exact-tracking BDF plan ends at rest with the least peak input, and
     the plan is made again with that law by the method that made it (``solve``). Where no monotone law rests
     within the move, the plan is kept and the duration that would rest is reported."""
-    from ffopt.dae.rest_to_rest import ends_at_rest, not_at_rest_text, shape_for_rest_cached  # the DAE stack
+    from ffopt.dae.rest_to_rest import shape_for_rest_cached  # start-up: the DAE stack
 
     say = run.say
     at_rest, end = ends_at_rest(problem.model, traj)
@@ -125,11 +126,10 @@ def end_at_rest(problem: Problem, traj, run: Run, solve: Solve = solve_method):
 
 def robust_rest(problem: Problem, traj, record: RestToRest | None, run: Run, solve: Solve = solve_method):
     """solver.robust_rest: the rest-to-rest plan made again on the path convolved with a ZVD shaper on the
-    lowest PD-held mode and the zero dynamics (``ffopt.dae.robust_rest``), kept if it ends at rest. Returns
+    lowest PD-held mode and the zero dynamics (``ffopt.plan.robust``), kept if it ends at rest. Returns
     (problem, plan, the RestToRest record with its ``robust`` trade-off: move time, peak input and residual
     vibration nominal and on the +-10 % plants)."""
-    from ffopt.dae.rest_to_rest import ends_at_rest
-    from ffopt.dae.robust_rest import ROBUST_SCALE, robust_shaper, vibration_after_table
+    from ffopt.plan.robust import ROBUST_SCALE, robust_shaper, vibration_after_table  # start-up: the simulation stack
 
     say = run.say
     record = record or RestToRest(needed=False)

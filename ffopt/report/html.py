@@ -112,7 +112,7 @@ def render(plan: SavedPlan) -> str:
 
 def _verdict(s: dict) -> SimpleNamespace:
     """The plan's status, the first miss, the settle window and the plan's end state, as sentences."""
-    from ffopt.dae.rest_to_rest import not_at_rest_text
+    from ffopt.models.equilibrium import not_at_rest_text
 
     ver = s.get("verification") or {}
     verdict = ver.get("verdict") or {}

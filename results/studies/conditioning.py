@@ -31,7 +31,7 @@ import casadi as ca
 import numpy as np
 
 from ffopt.dae.bdf import BDF_ALPHA
-from ffopt.dae.equilibrium import static_equilibrium
+from ffopt.models.equilibrium import static_equilibrium
 from ffopt.dae.forms import DEFAULT_SCALING_POWER, FORMS, build_inverse_dae, choose_dummy_set
 from ffopt.dae.inverse import solve_inverse_bdf
 from ffopt.io.problem import load_problem

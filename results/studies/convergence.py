@@ -25,7 +25,7 @@ import numpy as np
 
 from ffopt.analysis.elastic_link import ElasticLink
 from ffopt.dae.bdf import BDF_ALPHA, solve_bdf
-from ffopt.dae.equilibrium import static_equilibrium
+from ffopt.models.equilibrium import static_equilibrium
 from ffopt.dae.forms import build_inverse_dae, choose_dummy_set
 from ffopt.dae.inverse import solve_inverse_bdf, trajectory_from_states
 from ffopt.io.problem import load_problem

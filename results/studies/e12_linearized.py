@@ -34,7 +34,7 @@ import casadi as ca
 import numpy as np
 
 from ffopt.analysis.strangeness import strangeness_analysis
-from ffopt.dae.equilibrium import static_equilibrium
+from ffopt.models.equilibrium import static_equilibrium
 from ffopt.dae.inverse import solve_inverse_bdf
 from ffopt.io.problem import load_problem
 from ffopt.models import rigid_body

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 from scipy.interpolate import CubicSpline
 
-from ffopt.dae.equilibrium import static_equilibrium
+from ffopt.models.equilibrium import static_equilibrium
 from ffopt.dae.inverse import solve_inverse_bdf
 from ffopt.io.problem import load_problem
 from ffopt.sim.plant import simulate

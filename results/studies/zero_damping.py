@@ -24,7 +24,7 @@ import numpy as np
 from ffopt.analysis.strangeness import strangeness_analysis
 from ffopt.analysis.structural import structural_analysis
 from ffopt.dae.bdf import BDF_ALPHA, solve_bdf
-from ffopt.dae.equilibrium import static_equilibrium
+from ffopt.models.equilibrium import static_equilibrium
 from ffopt.dae.forms import build_inverse_dae
 from ffopt.dae.inverse import solve_inverse_bdf
 from ffopt.errors import FfoptError

@@ -106,8 +106,8 @@ class _RobustPlans(_Plans):
 
 def plan(problem, ref=None):
     s = problem.solver
-    return solve_inverse_bdf(problem.model, problem.reference if ref is None else ref, s.order, s.step, s.form,
-                             s.scaling_power, problem.reference_spec.joint_guess)
+    return solve_inverse_bdf(problem.model, problem.reference if ref is None else ref, s,
+                             qa_guess=problem.reference_spec.joint_guess)
 
 
 def row(label, problem, traj, note="", wall=None) -> dict:

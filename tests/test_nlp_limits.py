@@ -39,10 +39,11 @@ def _e1_peak() -> float:
     """|u| peak of exact tracking on E1 complete, computed here by BDF-6 at 1 ms on form I3, a formulation the
     NLP's feasibility check does not use (it takes its warm start, form I1): 42706.06 N m at t = 0.056 s, the
     two forms agreeing to 1e-7 (measured on 2026-11-27)."""
-    from ffopt.dae.inverse import solve_inverse_bdf
+    from ffopt.dae.inverse import BdfSettings, solve_inverse_bdf
 
     p = paper_problem(PROBLEMS / "e1_complete.toml")
-    traj = solve_inverse_bdf(p.model, p.reference, 6, 1e-3, "I3", None, p.reference_spec.joint_guess)
+    traj = solve_inverse_bdf(p.model, p.reference, BdfSettings(order=6, step=1e-3, form="I3"),
+                             qa_guess=p.reference_spec.joint_guess)
     return float(np.abs(traj.u).max())
 
 

@@ -41,8 +41,7 @@ def alternating_part(u) -> np.ndarray:
 
 def _plan(problem):
     s = problem.solver
-    return solve_inverse_bdf(problem.model, problem.reference, s.order, s.step, s.form, s.scaling_power,
-                             problem.reference_spec.joint_guess)
+    return solve_inverse_bdf(problem.model, problem.reference, s, qa_guess=problem.reference_spec.joint_guess)
 
 
 @pytest.mark.parametrize("base,shape", [("poly11", [-0.0858, -0.5376, -0.1770, -0.2660, -0.0052, -0.0915]),

@@ -103,7 +103,7 @@ class _Plans:
         ref = reference_from_spec(self.spec, self.model, self.law(c))
         self.solves += 1
         self._heartbeat()
-        return solve_inverse_bdf(self.model, ref, s.order, s.step, s.form, s.scaling_power, self.spec.joint_guess)
+        return solve_inverse_bdf(self.model, ref, s, qa_guess=self.spec.joint_guess)
 
     def say(self, line: str) -> None:
         if self.progress is not None:

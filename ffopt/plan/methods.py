@@ -48,7 +48,7 @@ def _bdf(problem: Problem, run: Run) -> Trajectory:
             "u; use form I1")
     try:
         with heartbeat(say, lambda elapsed: f"solving the inverse dynamics: {elapsed:.0f} s"):  # one long call
-            return solve_inverse_bdf(model, reference, s.order, s.step, s.form, s.scaling_power, guess, run.compile)
+            return solve_inverse_bdf(model, reference, s, qa_guess=guess, compile=run.compile)
     except SolverError as err:
         if not run.hint:
             raise

@@ -168,11 +168,21 @@ def simulation_columns(traj: Trajectory) -> list[tuple[str, str, str, np.ndarray
 
 
 # ------------------------------------------------------------------------------------ pipeline
-def simulate(problem: Problem | str | Path, plan=None, plant=None, values: dict | None = None,
-             controller: str = "pd", baselines: bool = False, bandwidth_hz: float | None = None,
-             damping_ratio: float | None = None, tool_weight: float | None = None, plant_label: str | None = None,
-             progress=None, exported=None) -> SimulationResult:
-    """Re-simulate a plan on a plant with a controller (``ffopt simulate``).
+@dataclass(frozen=True, kw_only=True)
+class SimulateOptions:
+    """The plant and the controller of ``simulate`` (its keyword arguments; see there)."""
+    plant: object = None
+    values: dict | None = None
+    controller: str = "pd"
+    baselines: bool = False
+    bandwidth_hz: float | None = None
+    damping_ratio: float | None = None
+    tool_weight: float | None = None
+    plant_label: str | None = None
+
+
+def simulate(problem: Problem | str | Path, plan=None, *, progress=None, exported=None, **options) -> SimulationResult:
+    """Re-simulate a plan on a plant with a controller (``ffopt simulate``); ``options``: ``SimulateOptions``.
 
     problem: the planning problem (robot, path, verification settings) or its file. plan: a plan
     folder (``ffopt plan --out DIR``), a ``SavedPlan`` or a ``PlanResult``. plant: the simulated robot:
@@ -192,6 +202,9 @@ def simulate(problem: Problem | str | Path, plan=None, plant=None, values: dict 
     from ffopt.control import design, from_trajectory, rigid_model, run_closed_loop, static_compensation
     from ffopt.models.equilibrium import static_equilibrium
 
+    o = SimulateOptions(**options)
+    plant, values, controller, baselines = o.plant, o.values, o.controller, o.baselines
+    bandwidth_hz, damping_ratio, tool_weight, plant_label = o.bandwidth_hz, o.damping_ratio, o.tool_weight, o.plant_label
     say = progress or (lambda msg: None)
     timings = {}
     tic = time.perf_counter()

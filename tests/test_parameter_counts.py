@@ -18,7 +18,7 @@ OWNED_BY_NLP_AND_SIM = {
 }
 # Not yet grouped into settings objects (issue 33): to shrink, never to grow.
 NOT_YET = {
-    "motion/evaluate.py:run_table", "closed_loop.py:simulate", "closed_loop.py:_after_the_table",
+    "closed_loop.py:_after_the_table",
     "control/laws.py:run_closed_loop", "reference/paths.py:arc", "reference/paths.py:joint_ptp",
     "reference/reference.py:__init__", "dae/inverse.py:trajectory_from_states", "sweep/runner.py:_run",
     "replication/python_bdf.py:gauss_newton_march", "replication/kunkel_mehrmann.py:solve_km",

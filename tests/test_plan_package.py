@@ -4,8 +4,8 @@ its settings by keyword only, and the rest-to-rest records write summary.json's 
 import pytest
 
 from ffopt.cli.main import build_parser
-from ffopt.io.problem import SOLVER_SCHEMA
-from ffopt.settings.methods import BDF_FAMILY, METHODS, MOBERG_HANSSEN_METHODS
+from ffopt.io.problem import NLP_SCHEMA, OUTPUT_SCHEMA, SOLVER_SCHEMA, VERIFICATION_SCHEMA
+from ffopt.settings.methods import BDF_FAMILY, BDF_ORDER_MAX, BDF_ORDER_MIN, METHODS, MOBERG_HANSSEN_METHODS
 from ffopt.plan import METHODS as REGISTRY
 from ffopt.plan import PlanOverrides, RestToRest, RobustRest, plan
 
@@ -16,11 +16,15 @@ def test_the_registry_holds_every_method_but_auto_which_chooses_among_them():
     assert set(MOBERG_HANSSEN_METHODS) < set(BDF_FAMILY)
 
 
-def test_the_schema_and_the_cli_offer_the_same_methods():
+def test_the_schema_and_the_cli_offer_the_same_choices():
     assert tuple(SOLVER_SCHEMA["method"].choices) == METHODS
-    method = next(a for a in build_parser()._subparsers._group_actions[0].choices["plan"]._actions
-                  if a.dest == "method")
-    assert tuple(method.choices) == METHODS
+    options = {a.dest: a for a in build_parser()._subparsers._group_actions[0].choices["plan"]._actions}
+    schema = {"method": SOLVER_SCHEMA["method"], "form": SOLVER_SCHEMA["form"], "backend": NLP_SCHEMA["backend"],
+              "warm_start": NLP_SCHEMA["warm_start"], "verify": VERIFICATION_SCHEMA["cases"],
+              "hold": OUTPUT_SCHEMA["hold"]}
+    for dest, field in schema.items():
+        assert tuple(options[dest].choices) == tuple(field.choices), dest
+    assert tuple(options["order"].choices) == tuple(range(BDF_ORDER_MIN, BDF_ORDER_MAX + 1))
 
 
 def test_plan_takes_settings_by_keyword_and_refuses_unknown_ones():

@@ -35,6 +35,8 @@ from ffopt.settings import nlp as nlp_settings
 from ffopt.settings.methods import BDF_ORDER_MAX, BDF_ORDER_MIN, METHODS
 
 BDF_FORMS = ("I3", "I2", "I1")
+# the verification case sets (ffopt.sim.verify): default (open loop, motor PD) or full (also baselines, mismatch)
+VERIFICATION_CASES = ("default", "full")
 
 
 def all_positive(values):
@@ -123,7 +125,7 @@ VERIFICATION_SCHEMA = {
                                 "times each factor; [] for none"),
     "rtol": Field("float", default=1e-9, check=positive,
                   doc="relative tolerance of the CVODES simulations (absolute: rtol / 100)"),
-    "cases": Field("str", default="default", choices=("default", "full"),
+    "cases": Field("str", default="default", choices=VERIFICATION_CASES,
                    doc="default: the plan open loop and with the motor PD; full: also the cubic-spline torques, "
                        "rigid feedforward, PD only and the payload cases (CLI: --verify)"),
     "settle_s": Field("float", default=None, check=non_negative, unit="s",

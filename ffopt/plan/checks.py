@@ -8,7 +8,7 @@ import os
 import numpy as np
 
 from ffopt.errors import PathError, ProblemError
-from ffopt.io.problem import Problem
+from ffopt.io.problem import VERIFICATION_CASES, Problem
 from ffopt.settings.methods import BDF_ORDER_MAX, BDF_ORDER_MIN, MOBERG_HANSSEN_METHODS
 
 
@@ -78,7 +78,7 @@ def verification_cases(problem: Problem, verify: bool | str | None) -> str | Non
         return problem.verification.cases
     if verify is False:
         return None
-    if verify not in ("default", "full"):
+    if verify not in VERIFICATION_CASES:
         raise ProblemError(f"verify: must be True, False, 'default' or 'full', got {verify!r}")
     return verify
 

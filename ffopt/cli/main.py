@@ -121,7 +121,7 @@ def summary_text(result) -> str:
             tr.actuated_joints, abs(tr.torques).max(axis=0), abs(tr.current).max(axis=0))))
     from ffopt.plan import effort_limits_exceeded, velocity_limits_exceeded
 
-    for e in effort_limits_exceeded(result.problem, tr):  # written and verified as planned, but said (plan.py)
+    for e in effort_limits_exceeded(result.problem, tr):  # written and verified as planned, but said (ffopt.plan.diagnostics)
         lines.append(f"above the URDF effort limit: {e['joint']} {e['peak_Nm']:.4g} N m at t = {e['t_s']:.4g} s "
                      f"> {e['limit_Nm']:.4g} N m (summary.json urdf.effort_limits_exceeded)")
     for e in velocity_limits_exceeded(result.problem, tr):

@@ -37,7 +37,7 @@ import numpy as np
 
 from ffopt._version import __version__
 from ffopt.models.equilibrium import (REST_SPEED_RAD_S, REST_TORQUE_REL, ends_at_rest,
-                                      not_at_rest_text, static_equilibrium)
+                                      not_at_rest_text)
 from ffopt.dae.inverse import solve_inverse_bdf
 from ffopt.errors import ProblemError
 from ffopt.reference.build import reference_from_spec

@@ -1,5 +1,10 @@
 """The NLP's settings live in ``ffopt.settings.nlp`` (read by the problem schema without importing the NLP);
 this name is kept for the modules of ffopt/nlp."""
 
-from ffopt.settings.nlp import *  # noqa: F401,F403
-from ffopt.settings.nlp import MAX_WALL_TIME_S, NlpSettings, check_limits  # noqa: F401
+from ffopt.settings.nlp import (BACKENDS, LINEAR_SOLVERS, MAX_CPU_TIME_S, MAX_ITER, MAX_WALL_TIME_S, OBJECTIVES,
+                                POORLY_RESOLVED_PER_STEP, SCHEMES, STRATEGIES, TRACKING, WALL_GUARD_FACTOR, WARM_STARTS,
+                                NlpSettings, check_limits)
+
+__all__ = ["BACKENDS", "LINEAR_SOLVERS", "MAX_CPU_TIME_S", "MAX_ITER", "MAX_WALL_TIME_S", "OBJECTIVES",
+           "POORLY_RESOLVED_PER_STEP", "SCHEMES", "STRATEGIES", "TRACKING", "WALL_GUARD_FACTOR", "WARM_STARTS",
+           "NlpSettings", "check_limits"]

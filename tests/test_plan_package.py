@@ -7,7 +7,8 @@ from ffopt.cli.main import build_parser
 from ffopt.io.problem import NLP_SCHEMA, OUTPUT_SCHEMA, SOLVER_SCHEMA, VERIFICATION_SCHEMA
 from ffopt.settings.methods import BDF_FAMILY, BDF_ORDER_MAX, BDF_ORDER_MIN, METHODS, MOBERG_HANSSEN_METHODS
 from ffopt.plan import METHODS as REGISTRY
-from ffopt.plan import PlanOverrides, RestToRest, RobustRest, plan
+from ffopt.io.problem import load_problem
+from ffopt.plan import PlanOverrides, RestToRest, RobustRest, Run, check_problem, make_plan, plan
 
 
 def test_the_registry_holds_every_method_but_auto_which_chooses_among_them():
@@ -46,3 +47,14 @@ def test_rest_records_write_the_summary_keys():
     only_robust = RestToRest(needed=False, robust=RobustRest("zvd", [[1.0, 0.0]], 0.1, plain=None, robust={}))
     assert only_robust.to_dict() == {"needed": False, "robust": {"shaper": "zvd", "modes_hz_damping": [[1.0, 0.0]],
                                                                  "scale": 0.1, "plain": None, "robust": {}}}
+
+
+def test_a_search_over_the_duration_plans_each_candidate():
+    """check_problem + make_plan: one candidate plan without verification (what a duration search calls)."""
+    problem = load_problem("problems/e12_line.toml").with_values({"solver.method": "bdf", "solver.step": 2e-3})
+    for duration in (0.3, 0.4):
+        candidate, _ = check_problem(problem.with_values({"reference.duration": duration}), Run(compile=False))
+        planned = make_plan(candidate, Run(compile=False))
+        assert planned.trajectory.t[-1] == pytest.approx(candidate.reference.t_end)
+        assert planned.rest_to_rest is None or planned.rest_to_rest.shaped is not None
+        assert set(planned.timings) >= {"inverse_dynamics"}

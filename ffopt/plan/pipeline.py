@@ -101,12 +101,9 @@ def _plan(problem, overrides: PlanOverrides, verify, run: Run) -> PlanResult:
     if not isinstance(problem, Problem):
         problem = load_problem(problem)
     problem = overrides.apply(problem)
-    checks.check_settings(problem)
     say = run.say
-    if getattr(problem.reference, "prefilter", None):
-        say(diagnostics.prefilter_message(problem.reference.prefilter))
     tic = time.perf_counter()
-    problem, standstill = _check_path(problem, say)
+    problem, standstill = check_problem(problem, run)
     timings = {"path_check": time.perf_counter() - tic}
     guess = problem.reference_spec.joint_guess
     planned = make_plan(problem, run)
@@ -133,10 +130,18 @@ def _plan(problem, overrides: PlanOverrides, verify, run: Run) -> PlanResult:
                       rest_to_rest=rest)
 
 
+def check_problem(problem: Problem, run: Run) -> tuple[Problem, str | None]:
+    """The settings and the rigid path checked (inverse kinematics, joint limits and speeds, a standstill): the
+    problem with the start the inverse kinematics found (when none was given), and the standstill warning or None.
+    A search over the problem (the move's duration) calls this and ``make_plan`` for each candidate."""
+    checks.check_settings(problem)
+    if getattr(problem.reference, "prefilter", None):
+        run.say(diagnostics.prefilter_message(problem.reference.prefilter))
+    return _check_path(problem, run.say)
+
+
 def _check_path(problem: Problem, say) -> tuple[Problem, str | None]:
-    """The rigid path checked (inverse kinematics, joint limits and speeds, a standstill): the problem with the
-    start the inverse kinematics found (when none was given), and the standstill warning or None."""
-    from ffopt.sim.baselines import rigid_inverse_kinematics  # sim -> plan is no cycle; loaded on first plan
+    from ffopt.sim.baselines import rigid_inverse_kinematics  # start-up: the simulation stack, loaded on first plan
 
     say("checking the path (rigid inverse kinematics, workspace, singularities)")
     reference, guess = problem.reference, problem.reference_spec.joint_guess
@@ -150,9 +155,9 @@ def _check_path(problem: Problem, say) -> tuple[Problem, str | None]:
 
 
 def make_plan(problem: Problem, run: Run) -> Planned:
-    """The plan of a checked problem: its method (auto: the one the chain chooses), the gear wind-up check, then
-    rest-to-rest and robust rest where the problem asks. One call per candidate: a search over the problem (the
-    move's duration, a minimum-time plan) calls this with each candidate problem."""
+    """The plan of a checked problem (``check_problem``): its method (auto: the one the chain chooses), the gear
+    wind-up check, then rest-to-rest and robust rest where the problem asks. One call per candidate: a search over
+    the problem (the move's duration, a minimum-time plan) calls this with each candidate problem."""
     s = problem.solver
     tic = time.perf_counter()
     if s.method == "auto":

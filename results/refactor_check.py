@@ -10,7 +10,8 @@ Each problem in problems/*.toml is planned by ``ffopt plan PROBLEM --out DIR --n
 its own process, with the source tree first on the path (the base commit is unpacked by ``git archive`` into a
 temporary folder). Compared per problem: the exit code and the error line, every array of trajectory.npz (dtype,
 shape and bytes), problem.toml as written, and summary.json with what measures the machine or the cache left out
-(times, whether a disk cache or compiled code served, library versions). ``FFOPT_COMPILE=sync`` makes both runs use
+(times, whether a disk cache or compiled code served, library versions) and the source tree's own path (a URDF
+problem names its file by absolute path). ``FFOPT_COMPILE=sync`` makes both runs use
 the compiled code (the virtual machine and gcc -O2 may round differently); both share $FFOPT_CACHE_DIR, so a search
 kept on disk by the first run serves the second, unless ``--cold`` gives each run an empty cache of its own.
 Exit code 0 when every problem matches.
@@ -59,6 +60,15 @@ def plan_every_problem(source: Path, out: Path, cache: Path | None = None, only:
     return codes
 
 
+# the absolute path of the source tree (a URDF problem's file in problem.toml and summary.json's urdf.file)
+TREE = re.compile(r"(?:/[^\s\"']+)?/problems/")
+
+
+def without_tree(text: str) -> str:
+    """``text`` with the source tree's absolute path left out (two trees plan the same files)."""
+    return TREE.sub("problems/", text)
+
+
 def without_measurements(x):
     """summary.json without the values that measure the machine or the cache (``MEASURED``)."""
     if isinstance(x, dict):
@@ -83,9 +93,9 @@ def differences(a: Path, b: Path) -> list[str]:
             x, y = za[key], zb[key]
             if x.dtype != y.dtype or x.shape != y.shape or x.tobytes() != y.tobytes():
                 found.append(f"trajectory.npz[{key}] differs")
-    if (a / "problem.toml").read_text() != (b / "problem.toml").read_text():
+    if without_tree((a / "problem.toml").read_text()) != without_tree((b / "problem.toml").read_text()):
         found.append("problem.toml differs")
-    sa, sb = (without_measurements(json.loads((p / "summary.json").read_text())) for p in (a, b))
+    sa, sb = (without_measurements(json.loads(without_tree((p / "summary.json").read_text()))) for p in (a, b))
     if sa != sb:
         keys = sorted(k for k in set(sa) | set(sb) if sa.get(k) != sb.get(k))
         found.append(f"summary.json differs in {', '.join(keys)}")

@@ -14,13 +14,12 @@ a saved plan on another plant or controller:
 ``ffopt.simulate(problem, "out/e12", values={"model.joints.q3.stiffness": 8e4}, controller="pd+state")``.
 """
 
-__version__ = "0.1.0"
-
-from ffopt.errors import FfoptError, PathError, ProblemError, SolverError, VerificationError  # noqa: E402
-from ffopt.io.problem import Problem, load_problem, problem_from_dict  # noqa: E402
-from ffopt.io.saved import SavedPlan, load_plan  # noqa: E402
-from ffopt.plan import PlanResult, plan  # noqa: E402
-from ffopt.closed_loop import SimulationResult, simulate  # noqa: E402
+from ffopt._version import __version__
+from ffopt.errors import FfoptError, PathError, ProblemError, SolverError, VerificationError
+from ffopt.io.problem import Problem, load_problem, problem_from_dict
+from ffopt.io.saved import SavedPlan, load_plan
+from ffopt.plan import PlanResult, plan
+from ffopt.closed_loop import SimulationResult, simulate
 
 
 def analyze(problem, n_points: int = 41, frequency_points: int = 21):

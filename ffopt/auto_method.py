@@ -49,8 +49,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ffopt._version import __version__
 from ffopt.errors import FfoptError, SolverError
-from ffopt.nlp.settings import POORLY_RESOLVED_PER_STEP
+from ffopt.settings.nlp import POORLY_RESOLVED_PER_STEP
 
 ZERO_DYNAMICS_POINTS = 21
 # A zero counts as unstable above this real part relative to its size. Undamped zero dynamics (a
@@ -165,10 +166,9 @@ def _analysis_cache_path(problem):
     problem as written (model, path, solver), the analysis settings and the ffopt version."""
     import hashlib
 
-    import ffopt
     from ffopt.codegen import cache_dir
 
-    text = f"{ffopt.__version__}\n{_ANALYSIS_CACHE_VERSION}\n{ZERO_DYNAMICS_POINTS}\n{UNSTABLE_RTOL}\n{problem.to_toml()}"
+    text = f"{__version__}\n{_ANALYSIS_CACHE_VERSION}\n{ZERO_DYNAMICS_POINTS}\n{UNSTABLE_RTOL}\n{problem.to_toml()}"
     return cache_dir() / f"zeros_{hashlib.sha256(text.encode()).hexdigest()[:32]}.json"
 
 

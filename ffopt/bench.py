@@ -34,7 +34,7 @@ import numpy as np
 
 from ffopt.dae import bdf
 from ffopt.dae.idas import solve_inverse_idas
-from ffopt.dae.inverse import solve_inverse_bdf
+from ffopt.dae.inverse import BdfSettings, solve_inverse_bdf
 from ffopt.errors import ProblemError
 from ffopt.io.problem import load_problem
 
@@ -94,7 +94,8 @@ def _bdf_row(p, order, h, form, repeats, quick, u_ref):
     guess = p.reference_spec.joint_guess
 
     def run(compile=True):
-        return solve_inverse_bdf(p.model, p.reference, order, h, form, qa_guess=guess, compile=compile)
+        return solve_inverse_bdf(p.model, p.reference, BdfSettings(order=order, step=h, form=form),
+                                 qa_guess=guess, compile=compile)
 
     build_c = None
     if not quick:
@@ -132,7 +133,7 @@ def bench_rows(quick: bool = False, repeats: int = 5):
     rows = []
     for label, file, settings in SETTINGS:
         p = load_problem(_problem_file(file))
-        u_ref = solve_inverse_bdf(p.model, p.reference, 6, REFERENCE_STEP, "I1",
+        u_ref = solve_inverse_bdf(p.model, p.reference, BdfSettings(order=6, step=REFERENCE_STEP, form="I1"),
                                   qa_guess=p.reference_spec.joint_guess).u
         for order, h in settings[:1] if quick else settings:
             block = [_bdf_row(p, order, h, form, repeats, quick, u_ref) for form in ("I3", "I2", "I1")]
@@ -160,10 +161,13 @@ def work_precision(repeats: int = 5) -> str:
     for label, file, _ in SETTINGS:
         p = load_problem(_problem_file(file))
         g = p.reference_spec.joint_guess
-        u_ref = solve_inverse_bdf(p.model, p.reference, 6, REFERENCE_STEP, "I1", qa_guess=g).u
+        u_ref = solve_inverse_bdf(p.model, p.reference, BdfSettings(order=6, step=REFERENCE_STEP, form="I1"),
+                                  qa_guess=g).u
         for h in WP_STEPS:
-            solve_inverse_bdf(p.model, p.reference, 6, h, "I1", qa_guess=g)  # load outside the timing
-            tr, _, solve = _timed(lambda: solve_inverse_bdf(p.model, p.reference, 6, h, "I1", qa_guess=g), repeats)
+            solve_inverse_bdf(p.model, p.reference, BdfSettings(order=6, step=h, form="I1"),
+                              qa_guess=g)  # load outside the timing
+            tr, _, solve = _timed(lambda: solve_inverse_bdf(p.model, p.reference, BdfSettings(order=6, step=h, form="I1"),
+                                                            qa_guess=g), repeats)
             lines.append(f"{label:<7s} {'BDF-6 I1':<9s} {f'h = {h * 1e3:g} ms':>13s} {solve * 1e3:9.2f} "
                          f"{_rel_error(tr, u_ref, h):9.2e}")
         for rtol in WP_RTOLS:
@@ -302,7 +306,8 @@ def _bdf_times(problem, step: float, repeats: int, compile: bool = True) -> dict
     g = problem.reference_spec.joint_guess
 
     def run():
-        return solve_inverse_bdf(problem.model, problem.reference, 6, step, "I1", qa_guess=g, compile=compile)
+        return solve_inverse_bdf(problem.model, problem.reference, BdfSettings(order=6, step=step, form="I1"),
+                                 qa_guess=g, compile=compile)
 
     first = run()
     runs = [run() for _ in range(max(1, repeats))]
@@ -626,7 +631,7 @@ def _cpu_with_children() -> float:
 
 def _verified_mm(problem, traj) -> tuple[float, float]:
     """Max tool error (mm) of the plan's torques re-simulated from rest, open loop and with the motor PD."""
-    from ffopt.dae.equilibrium import static_equilibrium
+    from ffopt.models.equilibrium import static_equilibrium
     from ffopt.sim.plant import MotorPD, pd_gains, simulate
     from ffopt.sim.verify import tool_errors
 

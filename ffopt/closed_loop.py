@@ -168,11 +168,21 @@ def simulation_columns(traj: Trajectory) -> list[tuple[str, str, str, np.ndarray
 
 
 # ------------------------------------------------------------------------------------ pipeline
-def simulate(problem: Problem | str | Path, plan=None, plant=None, values: dict | None = None,
-             controller: str = "pd", baselines: bool = False, bandwidth_hz: float | None = None,
-             damping_ratio: float | None = None, tool_weight: float | None = None, plant_label: str | None = None,
-             progress=None, exported=None) -> SimulationResult:
-    """Re-simulate a plan on a plant with a controller (``ffopt simulate``).
+@dataclass(frozen=True, kw_only=True)
+class SimulateOptions:
+    """The plant and the controller of ``simulate`` (its keyword arguments; see there)."""
+    plant: object = None
+    values: dict | None = None
+    controller: str = "pd"
+    baselines: bool = False
+    bandwidth_hz: float | None = None
+    damping_ratio: float | None = None
+    tool_weight: float | None = None
+    plant_label: str | None = None
+
+
+def simulate(problem: Problem | str | Path, plan=None, *, progress=None, exported=None, **options) -> SimulationResult:
+    """Re-simulate a plan on a plant with a controller (``ffopt simulate``); ``options``: ``SimulateOptions``.
 
     problem: the planning problem (robot, path, verification settings) or its file. plan: a plan
     folder (``ffopt plan --out DIR``), a ``SavedPlan`` or a ``PlanResult``. plant: the simulated robot:
@@ -190,8 +200,11 @@ def simulate(problem: Problem | str | Path, plan=None, plant=None, values: dict 
     Raises ProblemError (bad input: plan and problem or plant do not match) or VerificationError.
     """
     from ffopt.control import design, from_trajectory, rigid_model, run_closed_loop, static_compensation
-    from ffopt.dae.equilibrium import static_equilibrium
+    from ffopt.models.equilibrium import static_equilibrium
 
+    o = SimulateOptions(**options)
+    plant, values, controller, baselines = o.plant, o.values, o.controller, o.baselines
+    bandwidth_hz, damping_ratio, tool_weight, plant_label = o.bandwidth_hz, o.damping_ratio, o.tool_weight, o.plant_label
     say = progress or (lambda msg: None)
     timings = {}
     tic = time.perf_counter()
@@ -254,7 +267,7 @@ def _after_the_table(problem, traj, runs, main, gains, plant, y_ref, tool_ref, p
     """Every run goes on for the settle window with the controller holding the final pose of the planning
     model (its static torque; the loop about its static state), as ``ffopt plan``'s verification; the
     verdict on the main case. Returns (settle info, Verdict, settle simulations)."""
-    from ffopt.dae.equilibrium import static_equilibrium
+    from ffopt.models.equilibrium import static_equilibrium
     from ffopt.sim.plant import StateFeedback, pd_gains
     from ffopt.sim.settle import hold_pose, judge, plan_end_state, settle_duration, settle_grid
     from ffopt.sim.cases import motor_hold, settle_case, tool_errors

@@ -31,7 +31,7 @@ import numpy as np  # noqa: E402
 import ffopt  # noqa: E402
 from ffopt.analysis.linear import eigenfrequencies, zero_dynamics  # noqa: E402
 from ffopt.dae.bdf import BDF_ALPHA, solve_bdf  # noqa: E402
-from ffopt.dae.equilibrium import static_equilibrium  # noqa: E402
+from ffopt.models.equilibrium import static_equilibrium  # noqa: E402
 from ffopt.dae.forms import build_inverse_dae, choose_dummy_set  # noqa: E402
 from ffopt.errors import SolverError  # noqa: E402
 from ffopt.io.problem import load_problem  # noqa: E402

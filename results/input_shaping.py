@@ -13,7 +13,7 @@ verification does for a plan; ``ffopt.sim.settle``):
   ZVD on the two lowest modes, convolved. The move is longer by the shaper's duration;
 - ``exact``: ffopt's plan with exact tracking (``solver.end_at_rest = false``);
 - ``r2r``: ffopt's plan, rest-to-rest (the default); ``robust``: rest-to-rest with ``solver.robust_rest``
-  (the path convolved with ZVD on the lowest PD-held mode and the zero dynamics, ``ffopt.dae.robust_rest``).
+  (the path convolved with ZVD on the lowest PD-held mode and the zero dynamics, ``ffopt.plan.robust``).
 
 Columns: move time (the reference's motion: a time-law path's motion interval, a prefiltered move's raw
 move plus the filter's settling; a shaped move longer by the shaper), tracking error (max tool error
@@ -46,7 +46,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 import ffopt  # noqa: E402
 from ffopt.control import design, from_trajectory, rigid_model, run_closed_loop  # noqa: E402
-from ffopt.dae.equilibrium import static_equilibrium  # noqa: E402
+from ffopt.models.equilibrium import static_equilibrium  # noqa: E402
 from ffopt.sim.plant import pd_gains  # noqa: E402
 from ffopt.sim.settle import Hold, default_tolerances, hold_pose, settle_duration, settle_grid  # noqa: E402
 from ffopt.sim.shaping import insensitivity_band, lowest_modes, shape_reference, shaper, zv, zvd  # noqa: E402
@@ -188,8 +188,8 @@ def ref_rtol(arm: Arm) -> float:
 # ------------------------------------------------------------------------------------ mismatch
 def mismatches(problem) -> dict:
     """label -> values for problem.with_values: springs x(1 +- SCALE), mass x(1 +- SCALE) (the plants the robust
-    rest-to-rest option is judged on, ffopt.dae.robust_rest.mismatched_values; labels "stiffness -10%", ...)."""
-    from ffopt.dae.robust_rest import mismatched_values
+    rest-to-rest option is judged on, ffopt.plan.robust.mismatched_values; labels "stiffness -10%", ...)."""
+    from ffopt.plan.robust import mismatched_values
 
     return {label.replace(" %", "%"): values for label, values in mismatched_values(problem, SCALE).items()}
 

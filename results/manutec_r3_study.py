@@ -26,8 +26,8 @@ import numpy as np
 import ffopt
 from ffopt.io.problem import problem_from_dict
 from ffopt.reference.prefilter import Butterworth
-from ffopt.dae.equilibrium import static_equilibrium
-from ffopt.dae.inverse import solve_inverse_bdf
+from ffopt.models.equilibrium import static_equilibrium
+from ffopt.dae.inverse import BdfSettings, solve_inverse_bdf
 from ffopt.sim.plant import MotorPD, pd_gains, simulate
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,8 +44,8 @@ def coupled(problem, mode: str):
 
 
 def bdf(problem):
-    return solve_inverse_bdf(problem.model, problem.reference, 6, 1e-3, "I1", None,
-                             problem.reference_spec.joint_guess, True)
+    return solve_inverse_bdf(problem.model, problem.reference, BdfSettings(order=6, step=1e-3, form="I1"),
+                             qa_guess=problem.reference_spec.joint_guess, compile=True)
 
 
 def timing_rows():
@@ -127,7 +127,8 @@ def order_rows():
     for path, orders in ((STEP, (4, 5, 6, 7)), (BENCHMARK, (2, 3, 4, 5, 6))):
         for n in orders:
             p = with_order(path, n)
-            us = {h: solve_inverse_bdf(p.model, p.reference, 6, h, "I1", None, p.reference_spec.joint_guess, True)
+            us = {h: solve_inverse_bdf(p.model, p.reference, BdfSettings(order=6, step=h, form="I1"),
+                                       qa_guess=p.reference_spec.joint_guess, compile=True)
                   for h in (4e-3, 2e-3, 1e-3, 2.5e-4)}
             ref = us.pop(2.5e-4)
             peak = np.abs(ref.u).max(axis=0)

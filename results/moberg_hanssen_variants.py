@@ -25,7 +25,7 @@ import numpy as np
 
 import ffopt.replication.moberg_hanssen as sv
 import ffopt.replication.python_bdf as steppers
-from ffopt.dae.inverse import solve_inverse_bdf
+from ffopt.dae.inverse import BdfSettings, solve_inverse_bdf
 from ffopt.errors import SolverError
 from ffopt.io.problem import load_problem
 
@@ -57,7 +57,8 @@ def fmt(x, spec="{:.3g}"):
 
 
 def table(p, k, h, repeats):
-    ref = solve_inverse_bdf(p.model, p.reference, 6, h / 8, "I1", qa_guess=p.reference_spec.joint_guess)
+    ref = solve_inverse_bdf(p.model, p.reference, BdfSettings(order=6, step=h / 8, form="I1"),
+                            qa_guess=p.reference_spec.joint_guess)
     u_ref, u_peak = ref.u[::8, 0], np.abs(ref.u).max()
     rows, notes, evals, size = {}, {}, {}, {}
     for v in VARIANTS:

@@ -9,7 +9,7 @@ Along one path under one set of torque (and speed) limits, every plan is run on 
 - TOPP-RA's law convolved with ZVD (Singer & Seering, preshaping command inputs to reduce system vibration,
   1990) and with EI (Singhose, Seering & Singer, residual vibration reduction using vector diagrams to
   generate shaped inputs, 1994) on the arm's lowest mode held by the PD at the path's end;
-- Ruckig (Berscheid & Kroeger, jerk-limited real-time trajectory generation with arbitrary target states, RSS
+- Ruckig (Berscheid & Kröger, jerk-limited real-time trajectory generation with arbitrary target states, RSS
   2021) on the path parameter, its acceleration and jerk limits scaled until the rigid torques meet the bounds;
 - ffopt's rest-to-rest plan of the problem's own duration, and ffopt's minimum-time plan
   (``ffopt.motion.min_time``).
@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 import ffopt
-from ffopt.motion.evaluate import run_table
+from ffopt.motion.evaluate import MotorTable, run_table
 from ffopt.dae.equilibrium import static_equilibrium
 from ffopt.motion.min_time import MotionLimits, minimum_time
 from ffopt.motion.peers import PathLaw, PathSamples, rigid_motion, ruckig_within_bounds, topp_ra_law
@@ -74,8 +74,9 @@ def peer_row(problem, path, law, bounds, tol_mm, wall_s) -> dict:
 
     t = np.arange(len(t_motion) + n0 + n1) * H
     dqm = np.vstack([np.zeros((n0, motion.dqm.shape[1])), motion.dqm, np.zeros((n1, motion.dqm.shape[1]))])
-    run = run_table(problem, t, pad(motion.u_table), pad(motion.qm), dqm, pad(motion.y), spec.rest_before,
-                    spec.rest_before + law.duration, tol_mm, settle_s=15.0, end_guess=path.statics[2][-1])
+    table = MotorTable(t, pad(motion.u_table), pad(motion.qm), dqm, pad(motion.y), spec.rest_before,
+                       spec.rest_before + law.duration)
+    run = run_table(problem, table, tol_mm, settle_s=15.0, end_guess=path.statics[2][-1])
     return {**run.to_dict(), "peak_over_bound": (np.abs(motion.u_table).max(0) / bounds).tolist(), "wall_s": wall_s}
 
 
@@ -87,8 +88,8 @@ def ffopt_row(problem, bounds, tol_mm, wall_s) -> dict:
     planned = result.problem  # with the time law the plan moves by (rest to rest reshapes it)
     tr, spec = result.trajectory, planned.reference_spec
     y_ref = np.asarray(planned.reference.evaluate(tr.t))
-    run = run_table(problem, tr.t, tr.u, tr.qm, tr.dqm, y_ref, spec.rest_before, spec.rest_before + spec.duration,
-                    tol_mm, settle_s=15.0)
+    table = MotorTable(tr.t, tr.u, tr.qm, tr.dqm, y_ref, spec.rest_before, spec.rest_before + spec.duration)
+    run = run_table(problem, table, tol_mm, settle_s=15.0)
     return {**run.to_dict(), "peak_over_bound": (np.abs(tr.u).max(0) / bounds).tolist(), "wall_s": wall_s,
             "verdict": result.verification.verdict.status}
 

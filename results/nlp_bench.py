@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ffopt.dae.equilibrium import static_equilibrium
-from ffopt.dae.inverse import solve_inverse_bdf
+from ffopt.models.equilibrium import static_equilibrium
+from ffopt.dae.inverse import BdfSettings, solve_inverse_bdf
 from ffopt.errors import FfoptError
 from ffopt.io.problem import load_problem
 from ffopt.nlp.settings import NlpSettings
@@ -72,7 +72,7 @@ def e12_table(steps, cold: bool):
           "total incl. build [s] | peak abs(u) [N m] | verified max err open loop [mm] | with PD [mm] |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     tic = time.perf_counter()
-    bdf = solve_inverse_bdf(m, r, 6, 1e-3, "I3", None, g)
+    bdf = solve_inverse_bdf(m, r, BdfSettings(order=6, step=1e-3, form="I3"), qa_guess=g)
     t_bdf = time.perf_counter() - tic
     ol, pd = verified_errors(p, bdf)
     print(f"| BDF-6 I3 h=1 ms | - | ok | {bdf.stats['n_unknowns']} x {bdf.stats['n_steps']} steps | "
@@ -120,7 +120,7 @@ def nmp_table():
     print(f"zero dynamics: {info['zero_dynamics']}; strategy {s.strategy}, pre/post-actuation "
           f"{s.pre_actuation_s:.3f} s\n")
     try:
-        bdf = solve_inverse_bdf(m, r, 6, 1e-3, "I3", None, g)
+        bdf = solve_inverse_bdf(m, r, BdfSettings(order=6, step=1e-3, form="I3"), qa_guess=g)
         print(f"BDF-6: peak |u| = {np.abs(bdf.u).max():.4g} N m")
     except FfoptError as err:
         print(f"BDF-6 (causal): diverges -- {err}\n")

@@ -3,7 +3,7 @@
 What is measured (as results/input_shaping.md): the plan's torques and motor references drive a plant whose
 springs or payload (E12: last link) are x0.9 / x1.1 with the verification's motor PD, through the table
 and a settle window holding the end pose; the number is the largest vibration (tool's distance from a
-line fitted in time over the window) over the four plants (``ffopt.dae.robust_rest.vibration_after_table``).
+line fitted in time over the window) over the four plants (``ffopt.plan.robust.vibration_after_table``).
 
 Formulations tried on E12 (problems/e12_line.toml):
 
@@ -36,7 +36,7 @@ import ffopt
 from ffopt.dae.inverse import solve_inverse_bdf
 from ffopt.dae.rest_to_rest import (REST_SPEED_RAD_S, REST_TORQUE_REL, _Plans, _search, ends_at_rest,
                                     shape_for_rest, with_duration_factor)
-from ffopt.dae.robust_rest import _Loop, mismatched_values, robust_shaper, vibration_after_table
+from ffopt.plan.robust import _Loop, mismatched_values, robust_shaper, vibration_after_table
 
 HERE = Path(__file__).resolve().parent
 E12 = HERE.parent / "problems" / "e12_line.toml"
@@ -106,8 +106,8 @@ class _RobustPlans(_Plans):
 
 def plan(problem, ref=None):
     s = problem.solver
-    return solve_inverse_bdf(problem.model, problem.reference if ref is None else ref, s.order, s.step, s.form,
-                             s.scaling_power, problem.reference_spec.joint_guess)
+    return solve_inverse_bdf(problem.model, problem.reference if ref is None else ref, s,
+                             qa_guess=problem.reference_spec.joint_guess)
 
 
 def row(label, problem, traj, note="", wall=None) -> dict:

@@ -31,7 +31,7 @@ from pathlib import Path
 import casadi as ca
 import numpy as np
 
-from ffopt.dae.equilibrium import static_equilibrium
+from ffopt.models.equilibrium import static_equilibrium
 from ffopt.io.problem import load_problem
 from ffopt.nlp.solve import solve_inverse_nlp, warm_start_trajectory
 from ffopt.sim.plant import MotorPD, pd_gains, simulate

@@ -12,7 +12,7 @@ import datetime
 import platform
 from pathlib import Path
 
-from ffopt.dae.inverse import solve_inverse_bdf
+from ffopt.dae.inverse import BdfSettings, solve_inverse_bdf
 from ffopt.io.problem import load_problem
 from ffopt.sim.plant import simulate
 from ffopt.sim.verify import tool_errors, verify
@@ -29,7 +29,8 @@ def verification_rows():
         p = load_problem(ROOT / "problems" / name)
         g = p.reference_spec.joint_guess
         for form in ("I3", "I2", "I1"):
-            tr = solve_inverse_bdf(p.model, p.reference, p.solver.order, p.solver.step, form, qa_guess=g)
+            tr = solve_inverse_bdf(p.model, p.reference, BdfSettings(order=p.solver.order, step=p.solver.step, form=form),
+                                   qa_guess=g)
             rep = verify(p.model, p.reference, tr, p.verification, g, cases="full")
             rows.append((name, f"BDF-{p.solver.order} h={p.solver.step * 1e3:g} ms {form}",
                          [rep.cases[c].max_mm if c in rep.cases else float("nan") for c in CASES]))
@@ -40,7 +41,8 @@ def interpolation_rows():
     p = load_problem(ROOT / "problems" / "e1_simplified.toml")
     rows = []
     for h in (5e-3, 2.5e-3, 1e-3):
-        tr = solve_inverse_bdf(p.model, p.reference, 6, h, "I1", qa_guess=p.reference_spec.joint_guess)
+        tr = solve_inverse_bdf(p.model, p.reference, BdfSettings(order=6, step=h, form="I1"),
+                               qa_guess=p.reference_spec.joint_guess)
         lin = simulate(p.model, tr.t, tr.u, tr.q[0], tr.v[0])
         cub = simulate(p.model, tr.t, tr.u, tr.q[0], tr.v[0], interpolation="cubic")
         y_ref = p.reference.evaluate(lin.t)  # the tool's distance from the path, as ffopt verifies (E1: one output)

@@ -44,12 +44,13 @@ def _fail_bdf_form(monkeypatch, failing=("I1",)):
 
     real = inverse.solve_inverse_bdf
 
-    def solve(model, reference, order=6, step=1e-3, form="I3", *args, **kwargs):
-        if form in failing:
+    def solve(model, reference, settings, *args, **kwargs):
+        order, step = settings.order, settings.step
+        if settings.form in failing:
             raise SolverError(f"BDF-{order} Newton iteration did not converge at t = 0.817 (step 817 of 1118, "
                               f"h = {step:.3g}, 302 failed steps): max |F| = nan. Try a smaller/larger step h, a lower "
                               "order, a different row scaling power p, or a lower-index formulation.")
-        return real(model, reference, order, step, form, *args, **kwargs)
+        return real(model, reference, settings, *args, **kwargs)
 
     monkeypatch.setattr(inverse, "solve_inverse_bdf", solve)
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import ffopt
-from ffopt.dae.equilibrium import static_equilibrium
+from ffopt.models.equilibrium import static_equilibrium
 from ffopt.sim.plant import MotorPD, pd_gains, simulate
 
 PROBLEM = Path(__file__).resolve().parents[1] / "problems" / "arm3d_bearing.toml"

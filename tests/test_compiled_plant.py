@@ -27,8 +27,7 @@ def e12_case(tmp_path, monkeypatch):
     monkeypatch.setattr(plant_module, "_COMPILE_FAILED", set())
     problem = load_problem(ROOT / "problems" / "e12_line.toml")
     s = problem.solver
-    traj = solve_inverse_bdf(problem.model, problem.reference, s.order, s.step, s.form, s.scaling_power,
-                             problem.reference_spec.joint_guess)
+    traj = solve_inverse_bdf(problem.model, problem.reference, s, qa_guess=problem.reference_spec.joint_guess)
     kp, kd = pd_gains(problem.model, traj.q[0], 10.0, 1.0)
     return problem.model, traj, MotorPD(kp, kd, traj.qm, traj.dqm)
 

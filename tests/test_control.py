@@ -8,7 +8,7 @@ import pytest
 import ffopt
 from ffopt.control import design, from_trajectory, rigid_model, static_compensation
 from ffopt.control import mismatch as mm
-from ffopt.dae.equilibrium import static_equilibrium
+from ffopt.models.equilibrium import static_equilibrium
 from ffopt.models.chain import Body, Chain, Joint
 from ffopt.models.flexible import FlexibleModel
 from ffopt.sim.plant import MotorPD, StateFeedback, simulate

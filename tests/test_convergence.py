@@ -18,7 +18,7 @@ import pytest
 from scipy.integrate import solve_ivp
 
 from ffopt.analysis.elastic_link import ElasticLink
-from ffopt.dae.inverse import solve_inverse_bdf
+from ffopt.dae.inverse import BdfSettings, solve_inverse_bdf
 from ffopt.replication.moberg_hanssen import solve_inverse_variant
 
 DAMPED = 5.0  # N m s/rad: gear damping ratio ~0.03 with the link clamped
@@ -43,7 +43,8 @@ def errors(law, damping, order, steps, form="I1"):
         if form == "DD":
             tr = solve_inverse_variant(model, ref, "DD", order, h, guess, engine="vm")
         else:
-            tr = solve_inverse_bdf(model, ref, order, h, form, qa_guess=guess, compile=False)
+            tr = solve_inverse_bdf(model, ref, BdfSettings(order=order, step=h, form=form),
+                                   qa_guess=guess, compile=False)
         out.append(link.errors(tr))
     return out
 

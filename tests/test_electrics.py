@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from ffopt.analysis.elastic_link import ElasticLink
-from ffopt.dae.inverse import solve_inverse_bdf
+from ffopt.dae.inverse import BdfSettings, solve_inverse_bdf
 from ffopt.errors import ProblemError
 from ffopt.io.problem import problem_from_dict
 from ffopt.models.chain import MotorElectrics
@@ -61,7 +61,7 @@ def closed_form_voltage(link: ElasticLink, t: np.ndarray):
                                                    ("I3", 2e-3, 1.3e-2, 2.6e-2)])
 def test_planned_voltage_matches_closed_form_of_one_elastic_link(form, h, inside, near):
     link, model = electric_link()
-    traj = solve_inverse_bdf(model, link.reference(model), order=4, step=h, form=form)
+    traj = solve_inverse_bdf(model, link.reference(model), BdfSettings(order=4, step=h, form=form))
     V, i, qm = closed_form_voltage(link, traj.t)
     assert traj.input_unit == "V" and traj.electric
     peak = np.abs(V).max()

@@ -376,11 +376,11 @@ def test_canadarm_problem_file():
 def test_one_link_tip_output_bdf_diverges_nlp_plan_verifies():
     """Non-minimum phase: the causal BDF inverse diverges; the non-causal NLP plan verifies."""
     import ffopt
-    from ffopt.dae.inverse import solve_inverse_bdf
+    from ffopt.dae.inverse import BdfSettings, solve_inverse_bdf
 
     problem = problem_from_dict(one_link())
     with pytest.raises(SolverError):
-        solve_inverse_bdf(problem.model, problem.reference, 6, 0.01, "I1", compile=False)
+        solve_inverse_bdf(problem.model, problem.reference, BdfSettings(order=6, step=0.01, form="I1"), compile=False)
     result = ffopt.plan(problem, verify="full")
     cases = result.verification.cases
     # regression values measured on 2026-11-27: 0.0188 mm with the PD, 5.1e-5 mm open loop (cubic u), the rigid

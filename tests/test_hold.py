@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from helpers import assert_structured_derivatives_match_ad
-from ffopt.dae.equilibrium import static_equilibrium
+from ffopt.models.equilibrium import static_equilibrium
 from ffopt.dae.forms import choose_dummy_set
 from ffopt.errors import ProblemError
 from ffopt.io.problem import load_problem
@@ -68,9 +68,10 @@ def test_zoh_applies_each_row_until_the_next_on_a_rigid_joint():
 
 def test_resampling_to_a_hold_projects_or_averages_the_solver_input():
     p = load_problem(PROBLEMS / "e12_line.toml")
-    from ffopt.dae.inverse import solve_inverse_bdf
+    from ffopt.dae.inverse import BdfSettings, solve_inverse_bdf
 
-    traj = solve_inverse_bdf(p.model, p.reference, 6, 2e-3, "I1", None, p.reference_spec.joint_guess)
+    traj = solve_inverse_bdf(p.model, p.reference, BdfSettings(order=6, step=2e-3, form="I1"),
+                             qa_guess=p.reference_spec.joint_guess)
     n = len(traj.t) - 1
     idx = sample_nodes(n, 3)
     assert idx[0] == 0 and idx[-1] == n and np.all(np.diff(idx) <= 3) and n % 3 != 0  # a shorter last sample

@@ -150,7 +150,7 @@ def test_joint_space_reference_is_shaped_in_joint_space():
 def test_lowest_modes_of_e1_clamped_is_the_passive_joint():
     """E1 simplified with the motor clamped: the passive joint alone, w^2 = k / J22, zeta = d / (2 sqrt(k J22))."""
     import ffopt
-    from ffopt.dae.equilibrium import static_equilibrium
+    from ffopt.models.equilibrium import static_equilibrium
 
     p = ffopt.load_problem(ROOT / "problems/e1_simplified.toml")
     q = static_equilibrium(p.model, p.reference.evaluate([p.reference.t_end])[0], p.reference_spec.joint_guess)

@@ -18,7 +18,7 @@ import pytest
 from scipy.integrate import solve_ivp
 
 from ffopt.dae.idas import solve_inverse_idas
-from ffopt.dae.inverse import solve_inverse_bdf
+from ffopt.dae.inverse import BdfSettings, solve_inverse_bdf
 from ffopt.errors import SolverError
 from ffopt.io.problem import load_problem
 
@@ -75,8 +75,8 @@ def e1_exact(e1):
 
 
 def _solve(p, order, h, form="I1", compile=False):
-    return solve_inverse_bdf(p.model, p.reference, order, h, form, qa_guess=p.reference_spec.joint_guess,
-                             compile=compile)
+    return solve_inverse_bdf(p.model, p.reference, BdfSettings(order=order, step=h, form=form),
+                             qa_guess=p.reference_spec.joint_guess, compile=compile)
 
 
 def _orders(errors, steps):
@@ -365,8 +365,8 @@ def test_bdf6_survives_the_final_rest_of_a_two_link_elastic_arm(form):
 
     data = _two_link_elastic_arm()
     problem = problem_from_dict(data)
-    traj = solve_inverse_bdf(problem.model, problem.reference, 6, 1e-3, form, None,
-                             problem.reference_spec.joint_guess)
+    traj = solve_inverse_bdf(problem.model, problem.reference, BdfSettings(order=6, step=1e-3, form=form),
+                             qa_guess=problem.reference_spec.joint_guess)
     assert np.all(np.isfinite(traj.u))
     # at rest after the motion the torque holds the arm against gravity: constant (regression value measured on
     # 2026-11-27: ptp 2.6e-7 N m = 5.6e-9 of the peak 47 N m; bound ~2x)

@@ -139,7 +139,7 @@ def test_r3_differential_index_is_three():
     ranks of the derivative array need row and column equilibration (gear stiffness 1e5 N m/rad
     next to link inertias ~1 kg m^2): with row scaling alone the estimate was 5."""
     from ffopt.analysis.structural import differential_index
-    from ffopt.dae.equilibrium import static_equilibrium
+    from ffopt.models.equilibrium import static_equilibrium
     from ffopt.dae.forms import build_inverse_dae
 
     p = load_problem(FILES[0])

@@ -78,7 +78,7 @@ def test_speed_limit_is_respected_and_reported_active():
     from ffopt.dae.inverse import solve_inverse_bdf
     from ffopt.reference.build import reference_from_spec
     spec = found.problem.reference_spec
-    traj = solve_inverse_bdf(found.problem.model, reference_from_spec(spec, found.problem.model), 4, 1e-3)
+    traj = solve_inverse_bdf(found.problem.model, reference_from_spec(spec, found.problem.model), found.problem.solver)
     assert np.abs(traj.v[:, 0]).max() <= 2.0 * (1 + 1e-3)
     active = limits.active(traj, ["j1"])
     assert [a["limit"] for a in active] == ["link_speed"]

@@ -8,7 +8,7 @@ import casadi as ca
 import numpy as np
 import pytest
 
-from ffopt.dae.inverse import solve_inverse_bdf
+from ffopt.dae.inverse import BdfSettings, solve_inverse_bdf
 from ffopt.errors import ProblemError, SolverError
 from ffopt.io.problem import load_problem
 from ffopt.replication.moberg_hanssen import e1_variant, solve_inverse_variant
@@ -20,7 +20,8 @@ ROOT = Path(__file__).resolve().parents[1]
 def e1():
     p = load_problem(ROOT / "problems" / "e1_simplified.toml")
     # reference torque: BDF-6 on the generic I1 form at a fine step (converged to ~1e-8 relative)
-    ref = solve_inverse_bdf(p.model, p.reference, 6, 1.25e-4, "I1", qa_guess=p.reference_spec.joint_guess)
+    ref = solve_inverse_bdf(p.model, p.reference, BdfSettings(order=6, step=1.25e-4, form="I1"),
+                            qa_guess=p.reference_spec.joint_guess)
     return p, ref
 
 
@@ -71,7 +72,7 @@ def test_hi_is_the_i3_form(problem):
     # ffopt.dae.forms (scaled by 1/h^2) are the same equations: same roots, different row scaling
     p = load_problem(ROOT / "problems" / f"{problem}.toml")
     g = p.reference_spec.joint_guess
-    i3 = solve_inverse_bdf(p.model, p.reference, 6, 5e-3, "I3", qa_guess=g)
+    i3 = solve_inverse_bdf(p.model, p.reference, BdfSettings(order=6, step=5e-3, form="I3"), qa_guess=g)
     hi = solve_inverse_variant(p.model, p.reference, "HI", 6, 5e-3, g)
     assert hi.stats["scaling_power"] == 1.0 and i3.stats["scaling_power"] == 2.0
     # regression values measured on 2026-11-27: u 6.3e-9 / 1.6e-8 of the peak, q 6.8e-13 rad (Newton tolerance)
@@ -200,7 +201,7 @@ def test_km_on_e12_falls_back_to_the_python_engine_and_matches_dd():
     g = p.reference_spec.joint_guess
     km = solve_inverse_variant(p.model, p.reference, "KM", 6, 3e-3, g, engine="compiled")
     assert km.stats["engine"] == "python" and "residual" in km.stats["engine_fallback"]
-    i1 = solve_inverse_bdf(p.model, p.reference, 6, 3e-3, "I1", qa_guess=g)
+    i1 = solve_inverse_bdf(p.model, p.reference, BdfSettings(order=6, step=3e-3, form="I1"), qa_guess=g)
     assert np.abs(km.u - i1.u).max() < 4e-4 * np.abs(i1.u).max()
 
 

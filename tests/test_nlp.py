@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from helpers import assert_structured_derivatives_match_ad, paper_problem
-from ffopt.dae.equilibrium import static_equilibrium
-from ffopt.dae.inverse import solve_inverse_bdf
+from ffopt.models.equilibrium import static_equilibrium
+from ffopt.dae.inverse import BdfSettings, solve_inverse_bdf
 from ffopt.errors import ProblemError, SolverError
 from ffopt.io.problem import load_problem, problem_from_dict
 from ffopt.nlp.collocation import collocation_rule
@@ -75,7 +75,7 @@ def test_e1_converges_under_grid_refinement():
     """Exact-tracking NLP (I1 collocation): the re-simulated tool error and the distance of u to
     a fine BDF-6 solution both shrink as the grid is refined."""
     p, m, r, g = _load("e1_simplified.toml")
-    fine = solve_inverse_bdf(m, r, 6, 2.5e-4, "I3", None, g)
+    fine = solve_inverse_bdf(m, r, BdfSettings(order=6, step=2.5e-4, form="I3"), qa_guess=g)
     tool, du = [], []
     for h in (1e-2, 5e-3, 2.5e-3):
         traj = solve_inverse_nlp(m, r, NlpSettings(step=h, strategy="causal"), g, None)
@@ -93,13 +93,13 @@ def test_e1_warm_start_from_bdf_converges_in_few_iterations():
     m, r, g, traj = _nlp("e1_complete.toml", step=2e-3)
     assert traj.stats["warm_start"] and traj.stats["iterations"] <= 3
     assert traj.stats["planned_tool_error_max_mm"] < 1e-5  # exact tracking at the collocation points
-    bdf = solve_inverse_bdf(m, r, 6, 1e-3, "I3", None, g)
+    bdf = solve_inverse_bdf(m, r, BdfSettings(order=6, step=1e-3, form="I3"), qa_guess=g)
     assert _resim_error_mm(m, r, traj, g) <= _resim_error_mm(m, r, bdf, g)
 
 
 def test_e1_torque_bound_respected_and_trade_off_reported():
     p, m, r, g = _load("e1_complete.toml")
-    peak = np.abs(solve_inverse_bdf(m, r, 6, 1e-3, "I3", None, g).u).max()
+    peak = np.abs(solve_inverse_bdf(m, r, BdfSettings(order=6, step=1e-3, form="I3"), qa_guess=g).u).max()
     bound = 0.8 * peak
     _, _, _, traj = _nlp("e1_complete.toml", step=2e-3, tracking="penalty", torque_max=(bound,),
                          torque_rate_max=(2e7,))
@@ -221,7 +221,7 @@ def test_e1_nmp_noncausal_nlp_bounded_where_bdf_diverges():
     s, info = choose_strategy(m, r, NlpSettings(step=2e-3), g)
     assert info["minimum_phase"] is False and s.strategy == "noncausal" and s.pre_actuation_s > 0
     with pytest.raises(SolverError):  # the causal inverse blows up
-        solve_inverse_bdf(m, r, 6, 1e-3, "I3", None, g)
+        solve_inverse_bdf(m, r, BdfSettings(order=6, step=1e-3, form="I3"), qa_guess=g)
     traj = solve_inverse_nlp(m, r, s, g, None)
     assert traj.t[0] == pytest.approx(-s.pre_actuation_s)
     assert np.abs(traj.u).max() < 2e4  # bounded (static scale ~ 0; E1 complete peak ~ 4e4 N m)
@@ -231,7 +231,7 @@ def test_e1_nmp_noncausal_nlp_bounded_where_bdf_diverges():
 def test_e12_nlp_verified_no_worse_than_bdf():
     """E12 exact tracking at h = 1 ms (square NLP, Newton: ~0.3 s; was 5-10 s through IPOPT)."""
     m, r, g, traj = _nlp("e12_line.toml", step=1e-3)  # at 2 ms: 0.08 mm
-    bdf = solve_inverse_bdf(m, r, 6, 1e-3, "I3", None, g)
+    bdf = solve_inverse_bdf(m, r, BdfSettings(order=6, step=1e-3, form="I3"), qa_guess=g)
     assert traj.stats["iterations"] <= 5 and traj.stats["nlp_method"].startswith("newton")
     assert _resim_error_mm(m, r, traj, g) <= _resim_error_mm(m, r, bdf, g)
 

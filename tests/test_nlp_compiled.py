@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from helpers import c_compiler_or_skip
-from ffopt.dae.equilibrium import static_equilibrium
+from ffopt.models.equilibrium import static_equilibrium
 from ffopt.dae.forms import choose_dummy_set
 from ffopt.io.problem import load_problem
 from ffopt.nlp import compiled

@@ -39,10 +39,11 @@ def _e1_peak() -> float:
     """|u| peak of exact tracking on E1 complete, computed here by BDF-6 at 1 ms on form I3, a formulation the
     NLP's feasibility check does not use (it takes its warm start, form I1): 42706.06 N m at t = 0.056 s, the
     two forms agreeing to 1e-7 (measured on 2026-11-27)."""
-    from ffopt.dae.inverse import solve_inverse_bdf
+    from ffopt.dae.inverse import BdfSettings, solve_inverse_bdf
 
     p = paper_problem(PROBLEMS / "e1_complete.toml")
-    traj = solve_inverse_bdf(p.model, p.reference, 6, 1e-3, "I3", None, p.reference_spec.joint_guess)
+    traj = solve_inverse_bdf(p.model, p.reference, BdfSettings(order=6, step=1e-3, form="I3"),
+                             qa_guess=p.reference_spec.joint_guess)
     return float(np.abs(traj.u).max())
 
 
@@ -407,7 +408,7 @@ def _gravity_holding_torques(chain, qa) -> np.ndarray:
 @pytest.mark.parametrize("tracking", ["exact", "band", "penalty"])
 def test_bound_below_the_holding_torque_is_infeasible_before_any_iteration(tracking, monkeypatch):
     p, m, r, g, warm = _problem("e12_torque_bounded.toml")
-    from ffopt.dae.equilibrium import static_equilibrium
+    from ffopt.models.equilibrium import static_equilibrium
 
     q0 = static_equilibrium(m, np.asarray(r.evaluate(np.array([0.0]))).ravel(), g)
     hold = _gravity_holding_torques(p.chain, q0[: m.layout.n_link])
@@ -447,7 +448,7 @@ def test_bound_below_the_end_holding_torque_is_infeasible():
     p = problem_from_dict(raw)
     m, r, g = p.model, p.reference, p.reference_spec.joint_guess
     warm_reversed, _ = warm_start_trajectory(m, r, g, 1e-3)
-    from ffopt.dae.equilibrium import static_equilibrium
+    from ffopt.models.equilibrium import static_equilibrium
 
     y_end = np.asarray(r.evaluate(np.array([r.t_end]))).ravel()
     q_end = static_equilibrium(m, y_end, warm_reversed.q[-1, :3])

@@ -338,10 +338,11 @@ def test_joint_move_tracked_in_joint_space_plans_and_verifies():
 
 
 def test_orientation_outputs_are_tracked_by_the_inverse_dynamics():
-    from ffopt.dae.inverse import solve_inverse_bdf
+    from ffopt.dae.inverse import BdfSettings, solve_inverse_bdf
 
     p = load_problem(PROBLEMS / "arm6_orientation.toml")
-    tr = solve_inverse_bdf(p.model, p.reference, 6, 2e-3, "I1", qa_guess=p.reference_spec.joint_guess, compile=False)
+    tr = solve_inverse_bdf(p.model, p.reference, BdfSettings(order=6, step=2e-3, form="I1"),
+                           qa_guess=p.reference_spec.joint_guess, compile=False)
     y = np.array(p.model.output.map(len(tr.t))(tr.q[:, :6].T)).T
     np.testing.assert_allclose(y, p.reference.evaluate(tr.t), atol=1e-10)
     assert np.ptp(np.degrees(y[:, 3:]), axis=0) == pytest.approx([15.0, 10.0, 5.0], abs=1e-6)

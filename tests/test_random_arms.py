@@ -257,7 +257,7 @@ def _check_minimum_time(arm: dict, share: float = 0.8):
     """The shortest rest-to-rest move of a drawn arm under share x its default plan's peak torque per motor: it
     plans (BDF rest to rest, or the non-causal NLP for a non-minimum-phase arm), its plan is verified, ends at
     rest and stays within the bound (1e-3: the search stops within FEASIBLE)."""
-    from ffopt.dae.rest_to_rest import ends_at_rest
+    from ffopt.models.equilibrium import ends_at_rest
     from ffopt.motion.min_time import minimum_time
 
     problem = problem_of(arm)

@@ -170,7 +170,7 @@ def test_clamped_free_refinement_converges_slowly_towards_the_static_corrected_v
     p, traj, v = res.problem, res.trajectory, res.verification
     t = traj.t
     y_ref = np.asarray(p.reference.evaluate(t))
-    from ffopt.dae.equilibrium import static_equilibrium
+    from ffopt.models.equilibrium import static_equilibrium
     from ffopt.sim.plant import MotorPD
 
     loop = MotorPD(np.array(v.pd_gains["kp"]), np.array(v.pd_gains["kd"]), traj.qm, traj.dqm)

@@ -41,8 +41,7 @@ def alternating_part(u) -> np.ndarray:
 
 def _plan(problem):
     s = problem.solver
-    return solve_inverse_bdf(problem.model, problem.reference, s.order, s.step, s.form, s.scaling_power,
-                             problem.reference_spec.joint_guess)
+    return solve_inverse_bdf(problem.model, problem.reference, s, qa_guess=problem.reference_spec.joint_guess)
 
 
 @pytest.mark.parametrize("base,shape", [("poly11", [-0.0858, -0.5376, -0.1770, -0.2660, -0.0052, -0.0915]),
@@ -243,6 +242,18 @@ def test_a_shaper_needs_its_modes_and_is_written_back():
     assert np.abs(y[-1] - base.evaluate([base.t_end])[0]).max() < 1e-12
 
 
+@pytest.mark.parametrize("kind, periods", [("ei", 1.0), ("ei2", 1.5)])
+def test_an_ei_shaper_is_a_problem_setting(kind, periods):
+    """reference.shaper takes every shaper of ffopt.reference.shaping: EI spans one period of an undamped mode,
+    two-hump EI 1.5 (Singhose, Seering & Singer 1994), and the problem round-trips through TOML."""
+    problem = load_problem(PROBLEMS / "e12_line.toml")
+    shaped = problem.with_values({"reference.shaper": kind, "reference.shaper_modes": [[2.0, 0.0]]})
+    ref, base = shaped.reference, problem.reference
+    assert ref.t_motion_end - base.t_motion_end == pytest.approx(periods / 2.0, abs=1e-12)
+    again = problem_from_dict(tomllib.loads(shaped.to_toml()), "again")
+    assert again.reference_spec.shaper == shaped.reference_spec.shaper
+
+
 def test_robust_rest_needs_end_at_rest_and_a_time_law():
     problem = load_problem(PROBLEMS / "e12_line.toml")
     with pytest.raises(ProblemError, match=r"solver\.robust_rest: needs solver\.end_at_rest = true"):
@@ -256,7 +267,7 @@ def test_e12_robust_shaper_takes_the_pd_held_mode_and_the_zero_dynamics():
     """The modes of E12 at the end pose: 0.948 Hz (damping 0.107) held by the 5 Hz motor PD
     (results/input_shaping.md) and the zero dynamics -0.63 +- 50j rad/s (module docstring of
     ffopt.dae.rest_to_rest): 50 / 2 pi = 7.96 Hz, damping 0.63 / 50 = 0.0126."""
-    from ffopt.dae.robust_rest import robust_shaper
+    from ffopt.plan.robust import robust_shaper
 
     kind, modes = robust_shaper(load_problem(PROBLEMS / "e12_line.toml"))
     assert kind == "zvd" and len(modes) == 2

@@ -14,7 +14,7 @@ from ffopt.io import format_reference as ref
 from ffopt.io import reference_spec
 from ffopt.io.problem import TOP_SCHEMA
 from ffopt.io.schema import Field
-from ffopt.sweep.spec import PARAMETER_SCHEMA, SWEEP_SCHEMA
+from ffopt.io.sweep_schema import PARAMETER_SCHEMA, SWEEP_SCHEMA
 
 REPO = Path(__file__).resolve().parents[1]
 # SI units and the edge units the key names announce, combined with spaces (products), / and ^n

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy.integrate import solve_ivp
 
-from ffopt.dae.inverse import solve_inverse_bdf
+from ffopt.dae.inverse import BdfSettings, solve_inverse_bdf
 from ffopt.errors import PathError
 from ffopt.io.problem import load_problem, problem_from_dict
 from ffopt.models.chain import Body, Chain, Joint
@@ -89,7 +89,8 @@ def test_pd_loop_is_critically_damped_second_order():
 @pytest.fixture(scope="module")
 def e1_plan():
     p = load_problem(ROOT / "problems" / "e1_simplified.toml")
-    traj = solve_inverse_bdf(p.model, p.reference, 6, 5e-3, "I3", qa_guess=p.reference_spec.joint_guess)
+    traj = solve_inverse_bdf(p.model, p.reference, BdfSettings(order=6, step=5e-3, form="I3"),
+                             qa_guess=p.reference_spec.joint_guess)
     return p, traj
 
 
@@ -117,7 +118,8 @@ def test_payload_mismatch_changes_the_plant_and_costs_accuracy():
     # E1 complete (rigid bodies, gravity): a payload x0.5 / x2 plant under the nominal plan + PD
     # must track much worse than the nominal plant (a silently unchanged plant would tie them).
     p = load_problem(ROOT / "problems" / "e1_complete.toml")
-    traj = solve_inverse_bdf(p.model, p.reference, 6, 5e-3, "I1", qa_guess=p.reference_spec.joint_guess)
+    traj = solve_inverse_bdf(p.model, p.reference, BdfSettings(order=6, step=5e-3, form="I1"),
+                             qa_guess=p.reference_spec.joint_guess)
     c = verify(p.model, p.reference, traj, p.verification, p.reference_spec.joint_guess, cases="full").cases
     # regression values measured on 2026-11-27: 0.232 mm nominal with the PD (bound 2.2x), 101 / 50 mm on the
     # payload x0.5 / x2 plants, open loop 0.241 mm with linear u and 0.0056 mm with cubic u
@@ -178,7 +180,8 @@ def test_errors_on_the_plan_grid_capture_the_error_between_samples():
     # 0.2307 vs 0.2246 mm on E1 simplified at 5 ms) must not be much larger.
     p = load_problem(Path(__file__).resolve().parents[1] / "problems" / "e1_simplified.toml")
     s = p.solver  # at Moberg & Hanssen's 5 ms (the file plans at 1 ms)
-    tr = solve_inverse_bdf(p.model, p.reference, s.order, 5e-3, s.form, qa_guess=p.reference_spec.joint_guess)
+    tr = solve_inverse_bdf(p.model, p.reference, BdfSettings(order=s.order, step=5e-3, form=s.form),
+                           qa_guess=p.reference_spec.joint_guess)
     coarse = simulate(p.model, tr.t, tr.u, tr.q[0], tr.v[0])
     tf = np.linspace(0.0, tr.t[-1], 8 * (len(tr.t) - 1) + 1)
     dense = simulate(p.model, tf, np.interp(tf, tr.t, tr.u[:, 0])[:, None], tr.q[0], tr.v[0])

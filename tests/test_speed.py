@@ -22,7 +22,7 @@ from ffopt import cache
 from ffopt.cli.main import main
 from ffopt.dae import bdf
 from ffopt.dae.forms import build_inverse_dae
-from ffopt.dae.inverse import solve_inverse_bdf
+from ffopt.dae.inverse import BdfSettings, solve_inverse_bdf
 from ffopt.io.problem import load_problem, problem_from_dict
 from ffopt.sim.plant import plant_integrator
 from ffopt.sim.verify import DEFAULT_CASES, verify
@@ -38,8 +38,8 @@ def _e1(**reference):
 
 
 def _solve(p, compile=True):
-    return solve_inverse_bdf(p.model, p.reference, 6, 5e-3, "I1", qa_guess=p.reference_spec.joint_guess,
-                             compile=compile)
+    return solve_inverse_bdf(p.model, p.reference, BdfSettings(order=6, step=5e-3, form="I1"),
+                             qa_guess=p.reference_spec.joint_guess, compile=compile)
 
 
 @pytest.fixture
@@ -155,7 +155,8 @@ def test_per_model_cache_rebuilds_for_a_swapped_chain():
 
 def test_default_verification_is_the_full_tables_first_rows_on_one_integrator():
     p = load_problem(ROOT / "problems" / "e1_complete.toml")
-    traj = solve_inverse_bdf(p.model, p.reference, 6, 5e-3, "I1", qa_guess=p.reference_spec.joint_guess)
+    traj = solve_inverse_bdf(p.model, p.reference, BdfSettings(order=6, step=5e-3, form="I1"),
+                             qa_guess=p.reference_spec.joint_guess)
     g = p.reference_spec.joint_guess
     default = verify(p.model, p.reference, traj, p.verification, g)
     full = verify(p.model, p.reference, traj, replace(p.verification, cases="full"), g)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from ffopt.analysis.linear import ZeroDynamicsReport
-from ffopt.dae.equilibrium import static_equilibrium
+from ffopt.models.equilibrium import static_equilibrium
 from ffopt.dae.forms import choose_dummy_set
 from ffopt.io.problem import load_problem
 from helpers import paper_problem

@@ -14,8 +14,8 @@ from ffopt.analysis.structural import (analyse_dae, differential_index, incidenc
                                        structural_analysis, structural_index)
 from ffopt.analysis.strangeness import strangeness_analysis
 from ffopt.dae.dummy_derivatives import reduce_index, solve_inverse_dd
-from ffopt.dae.equilibrium import static_equilibrium
-from ffopt.dae.inverse import solve_inverse_bdf
+from ffopt.models.equilibrium import static_equilibrium
+from ffopt.dae.inverse import BdfSettings, solve_inverse_bdf
 from ffopt.errors import SolverError
 from ffopt.io.problem import load_problem
 
@@ -146,7 +146,7 @@ def test_reduced_system_has_index_one(e1, e12):
 def test_dummy_derivative_solution_matches_the_fine_i1_solution(e1):
     # automatic reduction + BDF-6 against the hand-written I1 form at h/8 (a second formulation)
     g = e1.reference_spec.joint_guess
-    ref = solve_inverse_bdf(e1.model, e1.reference, 6, 1.25e-4, "I1", qa_guess=g)
+    ref = solve_inverse_bdf(e1.model, e1.reference, BdfSettings(order=6, step=1.25e-4, form="I1"), qa_guess=g)
     dd = solve_inverse_dd(e1.model, e1.reference, 6, 1e-3, g)
     # regression values measured on 2026-11-27: u 1.9e-7 of the peak, q 2.8e-8 rad; bounds ~2x
     assert np.abs(dd.u - ref.u[::8]).max() / np.abs(ref.u).max() < 4e-7
@@ -157,6 +157,6 @@ def test_dummy_derivative_solution_matches_the_fine_i1_solution(e1):
 def test_dummy_derivative_solution_e12(e12):
     # same check on E12 (index 3; 2.3 s with a cold compile cache, 0.5 s warm)
     g = e12.reference_spec.joint_guess
-    ref = solve_inverse_bdf(e12.model, e12.reference, 6, 1.25e-4, "I1", qa_guess=g)
+    ref = solve_inverse_bdf(e12.model, e12.reference, BdfSettings(order=6, step=1.25e-4, form="I1"), qa_guess=g)
     dd = solve_inverse_dd(e12.model, e12.reference, 6, 1e-3, g)
     assert np.abs(dd.u - ref.u[::8]).max() / np.abs(ref.u).max() < 3e-3  # measured 1.1e-3 on 2026-11-27

@@ -27,7 +27,7 @@ import casadi as ca
 import numpy as np
 import scipy.linalg
 
-from ffopt.dae.equilibrium import static_equilibrium
+from ffopt.models.equilibrium import static_equilibrium
 from ffopt.models.flexible import FlexibleModel
 
 # Relative tolerance of AB08ND's rank decisions. Its default (0: a multiple of eps) let roundoff

@@ -134,7 +134,7 @@ def strangeness_analysis(model, reference, form: str = "I3", qa_guess=None, max_
     The rest point (static equilibrium, all derivatives of x and of theta zero) lies exactly on
     L_mu for every mu, as Hypothesis 1 requires.
     """
-    from ffopt.dae.equilibrium import static_equilibrium
+    from ffopt.models.equilibrium import static_equilibrium
     from ffopt.dae.forms import build_inverse_dae
 
     y0 = np.asarray(reference.evaluate(np.array([0.0]))).ravel()

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 import casadi as ca
 import numpy as np
 
+from ffopt._version import __version__
 from ffopt.errors import SolverError
 
 MAX_DIFFERENTIATIONS = 8
@@ -354,7 +355,7 @@ def analyse_dae(F: ca.Function, x0: np.ndarray, preference: list[int], t0: float
 def structural_analysis(model, reference, form: str = "I3", qa_guess=None,
                         prefer: str | list[str] = "actuated") -> StructuralReport:
     """Pantelides + dummy derivatives for the inverse-dynamics DAE of ``model`` at the path start."""
-    from ffopt.dae.equilibrium import static_equilibrium
+    from ffopt.models.equilibrium import static_equilibrium
     from ffopt.dae.forms import build_inverse_dae
 
     y0 = np.asarray(reference.evaluate(np.array([0.0]))).ravel()
@@ -427,11 +428,10 @@ def reference_smoothness_cached(model) -> ReferenceSmoothness:
     is the whole chain written out (every value), the outputs and the version."""
     import sys
 
-    import ffopt
     from ffopt.cache import on_disk
 
     with np.printoptions(threshold=sys.maxsize):
-        key = f"{ffopt.__version__}\n{model.outputs}\n{model.chain!r}"
+        key = f"{__version__}\n{model.outputs}\n{model.chain!r}"
     return on_disk("structure", key, lambda: reference_smoothness(model),
                    encode=lambda r: {"damped": r.damped, "undamped": r.undamped},
                    decode=lambda d: ReferenceSmoothness(int(d["damped"]), int(d["undamped"])))

@@ -12,11 +12,14 @@ import argparse
 import re
 import sys
 
-from ffopt import __version__, interrupt
+from ffopt import interrupt
+from ffopt._version import __version__
 from ffopt.cli.common import (EXIT_INPUT, EXIT_INTERRUPTED, EXIT_MISSED_TOLERANCE, EXIT_OK, EXIT_SOLVER,  # noqa: F401
                               finite_float, plan_exit_code, positive_int, progress_printer)
 from ffopt.errors import FfoptError, PathError, ProblemError, SolverError, VerificationError
-from ffopt.io.problem import METHODS
+from ffopt.io.problem import BDF_FORMS, HOLDS, VERIFICATION_CASES
+from ffopt.settings.methods import BDF_FAMILY, BDF_ORDER_MAX, BDF_ORDER_MIN, METHODS
+from ffopt.settings.nlp import BACKENDS, WARM_STARTS
 
 EXIT_CODES_HELP = """exit codes:
   0    ok (ffopt plan: the plan is written and verified within its tolerance)
@@ -31,7 +34,6 @@ EXIT_CODES_HELP = """exit codes:
        for Ctrl-C, nothing partial is left and a sweep's finished runs are in its table
 """
 
-BDF_FAMILY = ("bdf", "hi", "dd", "dd43", "dd44", "dd48", "dd49", "km", "dc")
 # which --options apply to which methods, and what they set (a method missing here, e.g. "auto",
 # accepts them all: they apply to whichever method it runs)
 OPTION_METHODS = {
@@ -119,7 +121,7 @@ def summary_text(result) -> str:
             tr.actuated_joints, abs(tr.torques).max(axis=0), abs(tr.current).max(axis=0))))
     from ffopt.plan import effort_limits_exceeded, velocity_limits_exceeded
 
-    for e in effort_limits_exceeded(result.problem, tr):  # written and verified as planned, but said (plan.py)
+    for e in effort_limits_exceeded(result.problem, tr):  # written and verified as planned, but said (ffopt.plan.diagnostics)
         lines.append(f"above the URDF effort limit: {e['joint']} {e['peak_Nm']:.4g} N m at t = {e['t_s']:.4g} s "
                      f"> {e['limit_Nm']:.4g} N m (summary.json urdf.effort_limits_exceeded)")
     for e in velocity_limits_exceeded(result.problem, tr):
@@ -160,18 +162,19 @@ def build_parser() -> argparse.ArgumentParser:
                         "failed solve falls back to the next formulation; bdf or nlp: only that method; hi, dd "
                         "(automatic dummy derivatives), km, dc: Moberg & Hanssen's solver family, any model; "
                         "dd43..dd49: their hand-made E1 systems; default: the problem's solver.method (default auto)")
-    p.add_argument("--order", type=int, choices=range(1, 7), metavar="K", help="BDF order k (1..6); BDF methods")
+    p.add_argument("--order", type=int, choices=range(BDF_ORDER_MIN, BDF_ORDER_MAX + 1), metavar="K",
+                   help=f"BDF order k ({BDF_ORDER_MIN}..{BDF_ORDER_MAX}); BDF methods")
     p.add_argument("--step", type=finite_float, metavar="H",
                    help="time step in seconds, e.g. 0.001: the BDF step and the NLP's collocation interval "
                         "(sets solver.step and nlp.step)")
-    p.add_argument("--form", choices=["I3", "I2", "I1"], help="DAE form: original (I3) or differentiated; method bdf")
+    p.add_argument("--form", choices=BDF_FORMS, help="DAE form: original (I3) or differentiated; method bdf")
     p.add_argument("--scaling-power", type=finite_float, metavar="P",
                    help="scale the constraint rows by (1/h)^P; BDF methods")
-    p.add_argument("--backend", choices=["casadi", "cyipopt", "ipopt-c", "pyomo", "fatrop", "auto"],
+    p.add_argument("--backend", choices=BACKENDS,
                    help="NLP backend (method nlp); auto: Newton if the NLP is square, else IPOPT through its C "
                         "interface (ipopt-c)")
-    p.add_argument("--warm-start", choices=["bdf", "none"], help="NLP start point: BDF solution or rest (method nlp)")
-    p.add_argument("--verify", choices=["default", "full"],
+    p.add_argument("--warm-start", choices=WARM_STARTS, help="NLP start point: BDF solution or rest (method nlp)")
+    p.add_argument("--verify", choices=VERIFICATION_CASES,
                    help="verification cases: default = the plan open loop and with the motor PD loop; full = also "
                         "the cubic-spline torques, rigid-model feedforward, PD only and the payload mismatch "
                         "(default: the problem's verification.cases)")
@@ -181,7 +184,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     p.add_argument("--sample-time", type=finite_float, metavar="T",
                    help="controller sample period in s: the plan is made for it and written at it ([output] sample_time)")
-    p.add_argument("--hold", choices=["zoh", "linear"],
+    p.add_argument("--hold", choices=HOLDS,
                    help="how the controller applies the torque between samples ([output] hold)")
     # --- NLP limits (ffopt/nlp/monitor.py) ---
     p.add_argument("--max-iter", type=int, metavar="N",

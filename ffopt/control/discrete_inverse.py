@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 import casadi as ca
 import numpy as np
 
-from ffopt.dae.equilibrium import static_equilibrium
+from ffopt.models.equilibrium import static_equilibrium
 from ffopt.errors import ProblemError, SolverError
 
 # The paper's numbers for its two-link arm (sec. 6.2): max end-effector error for h = H/2, H/4, H/6.

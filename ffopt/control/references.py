@@ -26,7 +26,7 @@ import casadi as ca
 import numpy as np
 
 from ffopt.cache import per_model
-from ffopt.dae.equilibrium import static_equilibrium
+from ffopt.models.equilibrium import static_equilibrium
 from ffopt.models.flexible import FlexibleModel
 
 __all__ = ["Feedforward", "from_trajectory", "no_feedforward", "rigid_model", "static_compensation"]
@@ -106,7 +106,7 @@ def static_compensation(model: FlexibleModel, reference, t, guess=None) -> Feedf
 
 
 def _static_jacobian(model: FlexibleModel) -> ca.Function:
-    """d/dq of G(q, y) = [link rows without u at rest; output(qa) - y] (as ffopt.dae.equilibrium)."""
+    """d/dq of G(q, y) = [link rows without u at rest; output(qa) - y] (as ffopt.models.equilibrium)."""
     L = model.layout
     q, y = model.q, ca.SX.sym("y", model.output.size1_out(0))
     zero = ca.SX.zeros(L.nq)

@@ -172,23 +172,24 @@ def _march_in_vm(funcs: "_BdfFunctions", start, t, c, r, n_diag) -> np.ndarray:
     return diag.ravel()
 
 
-def solve_bdf(
-    F: ca.Function,
-    x0,
-    t0: float,
-    h: float,
-    n_steps: int,
-    order: int,
-    row_scale=None,
-    history0=None,
-    newton_tol: float = 1e-10,
-    step_tol: float = 1e-9,
-    max_newton_iter: int = 20,
-    compile: bool = True,
-    cache_dir=None,
-    inputs=None,
-    extra: ca.Function | None = None,
-) -> BdfResult:
+@dataclass(frozen=True, kw_only=True)
+class BdfOptions:
+    """The settings of ``solve_bdf`` beside its problem (F, the start, the grid, the order): ``row_scale``: (n,)
+    constant row factors (default ones); ``history0``: (order, n) rows x(t0 - h), x(t0 - 2h), ... (default x0
+    repeated); ``newton_tol`` applies to the scaled residual (max norm), ``step_tol`` to the Newton step relative
+    to 1 + |x| componentwise, ``max_newton_iter`` counts Jacobian evaluations per step; ``compile``: the stepping
+    loop as compiled C (else CasADi's virtual machine); ``cache_dir`` overrides $FFOPT_CACHE_DIR."""
+    row_scale: np.ndarray | None = None
+    history0: np.ndarray | None = None
+    newton_tol: float = 1e-10
+    step_tol: float = 1e-9
+    max_newton_iter: int = 20
+    compile: bool = True
+    cache_dir: str | None = None
+
+
+def solve_bdf(F: ca.Function, x0, t0: float, h: float, n_steps: int, order: int, *, inputs=None,
+              extra: ca.Function | None = None, **options) -> BdfResult:
     """Solve F(t, x, xdot) = 0 with k-step BDF (k = ``order``) from t0 for ``n_steps`` steps of h.
 
     ``F``: casadi.Function (t: 1x1, x: n, xdot: n) -> (n residuals), or (t, x, xdot, r: m) with
@@ -196,15 +197,15 @@ def solve_bdf(
     path and its derivatives. Data passed this way is not part of the compiled code, so one
     library serves every path of the same model. ``extra``: optional Function (x, xdot) -> (e,)
     evaluated at every step inside the compiled loop (e.g. the motor torques from the solution),
-    returned as ``BdfResult.extra`` (n_steps+1, e). ``x0``: x(t0).
-    ``row_scale``: (n,) constant row factors (default ones). ``history0``: (order, n) rows
-    x(t0 - h), x(t0 - 2h), ... (default x0 repeated). ``newton_tol`` applies to the scaled
-    residual (max norm), ``step_tol`` to the Newton step relative to 1 + |x| componentwise,
-    ``max_newton_iter`` counts Jacobian evaluations per step. ``cache_dir`` overrides
-    $FFOPT_CACHE_DIR. The result's ``newton_iterations`` gives the count per step.
+    returned as ``BdfResult.extra`` (n_steps+1, e). ``x0``: x(t0). ``options``: ``BdfOptions`` by keyword
+    (row_scale, history0, newton_tol, step_tol, max_newton_iter, compile, cache_dir).
+    The result's ``newton_iterations`` gives the count per step.
     Raises ``SolverError`` naming the first step whose Newton iteration did not converge;
-    ``ValueError`` for malformed arguments.
+    ``ValueError`` for malformed arguments (TypeError for an unknown option).
     """
+    o = BdfOptions(**options)
+    row_scale, history0, newton_tol, step_tol = o.row_scale, o.history0, o.newton_tol, o.step_tol
+    max_newton_iter, compile, cache_dir = o.max_newton_iter, o.compile, o.cache_dir
     n, m = _check_function(F)
     x0, hist0, scale = _check_arrays(n, order, x0, history0, row_scale, h, n_steps)
     r = _check_inputs(m, n_steps, inputs)

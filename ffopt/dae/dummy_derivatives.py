@@ -26,7 +26,7 @@ import numpy as np
 
 from ffopt.analysis.structural import analyse_dae, coordinate_preference
 from ffopt.dae.bdf import solve_bdf
-from ffopt.dae.equilibrium import static_equilibrium
+from ffopt.models.equilibrium import static_equilibrium
 from ffopt.dae.forms import build_inverse_dae
 from ffopt.dae.inverse import trajectory_from_states
 from ffopt.errors import SolverError

@@ -26,7 +26,7 @@ import time
 import casadi as ca
 import numpy as np
 
-from ffopt.dae.equilibrium import static_equilibrium
+from ffopt.models.equilibrium import static_equilibrium
 from ffopt.dae.forms import build_inverse_dae, choose_dummy_set
 from ffopt.dae.inverse import trajectory_from_states
 from ffopt.errors import SolverError

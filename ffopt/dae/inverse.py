@@ -10,21 +10,23 @@ import numpy as np
 
 from ffopt.cache import per_model
 from ffopt.dae.bdf import solve_bdf
-from ffopt.dae.equilibrium import static_equilibrium
 from ffopt.dae.forms import DEFAULT_SCALING_POWER, build_inverse_dae, choose_dummy_set
+from ffopt.models.equilibrium import static_equilibrium
 from ffopt.models.flexible import FlexibleModel
+from ffopt.settings.bdf import BdfSettings
 from ffopt.trajectory import Trajectory
 
 
-def solve_inverse_bdf(model: FlexibleModel, reference, order: int = 6, step: float = 1e-3,
-                      form: str = "I3", scaling_power: float | None = None,
+def solve_inverse_bdf(model: FlexibleModel, reference, settings: BdfSettings = BdfSettings(),
                       qa_guess: np.ndarray | None = None, compile: bool = True) -> Trajectory:
     """Solve the inverse-dynamics DAE on [0, reference.t_end] and recover the motor torques.
 
+    ``settings``: order, step, form and scaling_power (``BdfSettings``, or a problem's ``SolverSettings``).
     The robot starts at rest in static equilibrium (so a constant BDF history is exact), the
     DAE is stepped with k-step BDF and Newton, and u follows from the motor equations
     (Moberg & Hanssen eq. 1f) with the accelerations of the BDF derivative.
     """
+    order, step, form, scaling_power = settings.order, settings.step, settings.form, settings.scaling_power
     t0, cpu0 = time.perf_counter(), time.process_time()
     y0 = np.asarray(reference.evaluate(np.array([0.0]))).ravel()
     q0 = static_equilibrium(model, y0, qa_guess)

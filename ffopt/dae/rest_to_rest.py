@@ -35,7 +35,9 @@ import time
 
 import numpy as np
 
-from ffopt.dae.equilibrium import static_equilibrium
+from ffopt._version import __version__
+from ffopt.models.equilibrium import (REST_SPEED_RAD_S, REST_TORQUE_REL, ends_at_rest,
+                                      not_at_rest_text)
 from ffopt.dae.inverse import solve_inverse_bdf
 from ffopt.errors import ProblemError
 from ffopt.reference.build import reference_from_spec
@@ -45,8 +47,6 @@ from ffopt.reference.time_laws import get_time_law, junction_family, monotonicit
 
 __all__ = ["ends_at_rest", "not_at_rest_text", "shape_for_rest", "shape_for_rest_cached", "rest_law_within", "with_duration_factor", "REST_SPEED_RAD_S", "REST_TORQUE_REL", "DURATION_FACTORS"]
 
-REST_SPEED_RAD_S = 1e-4  # at rest: every link and motor speed below this at the last row
-REST_TORQUE_REL = 1e-6  # ... and the input within this fraction of the plan's peak |u| of the static input
 DURATION_FACTORS = (1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 4.0)  # longer moves tried when none rests in time
 _MONOTONE_MARGIN = 1e-3  # s' >= this share of the base law's smallest s' / (tau (1 - tau))^n
 PROGRESS_EVERY_S = 1.0  # a progress line at most this often (no stage silent for more than 2 s)
@@ -62,44 +62,6 @@ _REST_GAIN = 1e-3  # ... plus this share of the rest tolerances (closer to rest 
 # alternating by 1.1 % of its peak for ~80 ms after each rest; C^7 with 8 free terms: 4.8e-4, peak 1.27e5 N m.
 JUNCTION_EXTRA = 2
 N_SHAPE = 8
-
-
-def ends_at_rest(model, traj, speed_tol: float = REST_SPEED_RAD_S, torque_rel: float = REST_TORQUE_REL,
-                 ) -> tuple[bool, dict]:
-    """Whether the plan ``traj`` is at rest at its last row, and how far from it.
-
-    Rest: every link speed and motor speed below ``speed_tol`` (rad/s, or m/s for a prismatic
-    coordinate), and the input within ``torque_rel`` x the plan's peak |u| of the static input that
-    holds the static equilibrium of the path's end point (``FlexibleModel.rest_input``). Returns
-    (at_rest, {link_speed_max_rad_s, motor_speed_max_rad_s, input_offset_max, input_tolerance,
-    static_input, q_offset_max, peak_input})."""
-    L = model.layout
-    v, u = np.asarray(traj.v[-1], float), np.asarray(traj.u[-1], float)
-    q_eq = static_equilibrium(model, traj.y_ref[-1], traj.q[-1, : L.n_link], where="the end of the path")
-    u_static = model.rest_input(q_eq)[0]
-    peak = float(np.abs(traj.u).max(initial=0.0))
-    out = {"link_speed_max_rad_s": float(np.abs(v[: L.n_link]).max(initial=0.0)),
-           "motor_speed_max_rad_s": float(np.abs(v[L.n_link:]).max(initial=0.0)),
-           "input_offset_max": float(np.abs(u - u_static).max(initial=0.0)),
-           "input_tolerance": torque_rel * peak, "static_input": u_static.tolist(),
-           "q_offset_max": float(np.abs(np.asarray(traj.q[-1], float) - q_eq).max()), "peak_input": peak}
-    at_rest = (max(out["link_speed_max_rad_s"], out["motor_speed_max_rad_s"]) < speed_tol
-               and out["input_offset_max"] <= out["input_tolerance"])
-    return bool(at_rest), out
-
-
-def not_at_rest_text(end: dict, speed_tol: float = REST_SPEED_RAD_S) -> str:
-    """Why ``ends_at_rest`` said no, in words: moving (the fastest speed) or, with every speed below
-    ``speed_tol``, still but with its last input off the static input by more than the tolerance."""
-    speed = max(end["link_speed_max_rad_s"], end["motor_speed_max_rad_s"])
-    joint = f"{end['fastest_joint']} at " if end.get("fastest_joint") else ""
-    if speed >= speed_tol:
-        return (f"the plan ends moving ({joint}{end['link_speed_max_rad_s']:.3g} rad/s, motors at "
-                f"{end['motor_speed_max_rad_s']:.3g} rad/s, input {end['input_offset_max']:.3g} from static at the "
-                "last row)")
-    return (f"the plan ends still (every speed below {speed_tol:g} rad/s) but its last input is "
-            f"{end['input_offset_max']:.3g} from the static input"
-            + (f" (tolerance {end['input_tolerance']:.3g})" if "input_tolerance" in end else ""))
 
 
 class _Plans:
@@ -146,7 +108,7 @@ class _Plans:
                reference_from_spec(self.spec, self.model, self.law(c)))
         self.solves += 1
         self._heartbeat()
-        return solve_inverse_bdf(self.model, ref, s.order, s.step, s.form, s.scaling_power, self.spec.joint_guess)
+        return solve_inverse_bdf(self.model, ref, s, qa_guess=self.spec.joint_guess)
 
     def say(self, line: str) -> None:
         if self.progress is not None:
@@ -211,7 +173,7 @@ def _search(plans: _Plans, c0, max_iter: int, weight: float = 1.0, progress=None
     curvature of the end state spoils gets a second-order correction back onto the rest manifold
     (a minimum-norm Gauss-Newton step; the Maratos effect of exact penalties). n_rest_rows: only the
     first rows are the rest conditions, projected on the range of their Jacobian (difference noise
-    outside it); the rows after them (``ffopt.dae.robust_rest``) enter as they are."""
+    outside it); the rows after them (``ffopt.plan.robust``) enter as they are."""
     c = np.asarray(c0, float)
     plans.progress = progress
     U, r = plans.measure(c)
@@ -309,10 +271,9 @@ def shape_for_rest_cached(problem, n_shape: int = N_SHAPE, progress=None) -> tup
     import hashlib
     import json
 
-    import ffopt
     from ffopt.dae.bdf import _cache_dir
 
-    text = f"{ffopt.__version__}\n{n_shape}\njunction+{JUNCTION_EXTRA}\n{problem.to_toml()}"
+    text = f"{__version__}\n{n_shape}\njunction+{JUNCTION_EXTRA}\n{problem.to_toml()}"
     path = _cache_dir(None) / f"rest_{hashlib.sha256(text.encode()).hexdigest()[:32]}.json"
     try:
         saved = json.loads(path.read_text())

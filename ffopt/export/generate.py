@@ -29,6 +29,7 @@ from pathlib import Path
 import casadi as ca
 import numpy as np
 
+from ffopt._version import __version__
 from ffopt.cache import per_model
 from ffopt.errors import ProblemError
 from ffopt.export import templates
@@ -131,7 +132,7 @@ def reference_samples(problem, sample_time: float, dae=None) -> tuple[np.ndarray
 
 
 def _start(problem):
-    from ffopt.dae.equilibrium import static_equilibrium
+    from ffopt.models.equilibrium import static_equilibrium
     from ffopt.dae.forms import choose_dummy_set
 
     from ffopt.sim.baselines import start_configuration
@@ -161,7 +162,7 @@ def build_functions(problem, sample_time: float):
     ffopt_equilibrium (q_guess[nq], y_start[n_out]) -> (x0[n], extra0, [converged, max |G|]).
     """
     from ffopt.dae.bdf import _build_functions, _expanded
-    from ffopt.dae.equilibrium import _torque_scale
+    from ffopt.models.equilibrium import torque_scale
     from ffopt.dae.forms import DEFAULT_SCALING_POWER
 
     s, model = problem.solver, problem.model
@@ -193,13 +194,13 @@ def build_functions(problem, sample_time: float):
     x0_num = dae.initial_state(q0)
     extra0_num = np.array(recovery(x0_num, np.zeros(n_x))).ravel()
     return step, equilibrium, dae, recovery, {"c": c, "x0": x0_num, "q0": q0, "y0": y0, "extra0": extra0_num,
-                                              "scaling_power": p, "torque_scale": _torque_scale(model)}
+                                              "scaling_power": p, "torque_scale": torque_scale(model)}
 
 
 def _static(model):
-    from ffopt.dae.equilibrium import _static_solver
+    from ffopt.models.equilibrium import static_solver
 
-    return _static_solver(model)
+    return static_solver(model)
 
 
 def generate_c(functions, folder: Path, budget: int | None = DEFAULT_BUDGET) -> dict:
@@ -249,7 +250,6 @@ def export_problem(problem, out, sample_time: float | None = None, force: bool =
     ``force``: beside other files). Returns what was exported. Raises ProblemError for what cannot run online.
     ``straight_line``: every generated function as straight-line C (the fastest steps; for a 6-axis arm a
     compile of minutes), else the largest as instruction tables (``ffopt.export.tables``)."""
-    import ffopt
     from ffopt.io.results import check_output_folder, write_result_folder
 
     out = Path(out)
@@ -275,11 +275,11 @@ def export_problem(problem, out, sample_time: float | None = None, force: bool =
         if info.code.get("tabled_instructions"):
             say(f"{info.code['tabled_instructions']} operations as instruction tables, "
                 f"{info.code['straight_line_statements']} as straight-line C (--straight-line: all of them)")
-        texts = templates.render(info, const, _layout(model, dae, L), ffopt.__version__, ca.__version__)
+        texts = templates.render(info, const, _layout(model, dae, L), __version__, ca.__version__)
         for name, text in texts.items():
             (tmp / name).write_text(text)
         np.ascontiguousarray(r, dtype="<f8").tofile(tmp / "reference.bin")
-        meta = {**info.to_dict(), "ffopt_version": ffopt.__version__, "casadi_version": ca.__version__,
+        meta = {**info.to_dict(), "ffopt_version": __version__, "casadi_version": ca.__version__,
                 "scaling_power": const["scaling_power"], "x0": const["x0"].tolist(), "y0": const["y0"].tolist(),
                 "reference_file": {"name": "reference.bin", "dtype": "float64 little-endian", "rows": len(t),
                                    "columns": info.n_ref, "row_i_time_s": f"i * {h!r}"}}

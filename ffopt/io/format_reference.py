@@ -26,7 +26,7 @@ from ffopt.errors import ProblemError
 from ffopt.io import reference_spec
 from ffopt.io.problem import TOP_SCHEMA, all_positive
 from ffopt.io.schema import Field, non_negative, positive
-from ffopt.sweep.spec import PARAMETER_SCHEMA, SWEEP_SCHEMA
+from ffopt.io.sweep_schema import PARAMETER_SCHEMA, SWEEP_SCHEMA
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 PROBLEMS = REPOSITORY / "problems"

@@ -31,11 +31,12 @@ from ffopt.io.schema import Field, Validator, non_negative, positive
 from ffopt.io.urdf import UrdfChain, looks_like_urdf
 from ffopt.models.chain import ROTOR_COUPLINGS, Body, Chain, Joint, rotation_rpy
 from ffopt.models.flexible import AXES, ORIENTATION, FlexibleModel
-from ffopt.nlp import settings as nlp_settings
+from ffopt.settings import nlp as nlp_settings
+from ffopt.settings.methods import BDF_ORDER_MAX, BDF_ORDER_MIN, METHODS
 
 BDF_FORMS = ("I3", "I2", "I1")
-# auto: the zero dynamics choose bdf or nlp, with fallbacks (ffopt.auto_method); hi..dc: Moberg & Hanssen's family
-METHODS = ("auto", "bdf", "nlp", "hi", "dd", "dd43", "dd44", "dd48", "dd49", "km", "dc")
+# the verification case sets (ffopt.sim.verify): default (open loop, motor PD) or full (also baselines, mismatch)
+VERIFICATION_CASES = ("default", "full")
 
 
 def all_positive(values):
@@ -87,8 +88,9 @@ SOLVER_SCHEMA = {
                         "bdf: constant-step BDF on the inverse DAE; nlp: collocation NLP solved by IPOPT ([nlp]); "
                         "hi, dd, km, dc: Moberg & Hanssen's solver family (dd: automatic dummy derivatives, any "
                         "model); dd43..dd49: their hand-made E1 systems (CLI: --method)"),
-    "order": Field("int", default=6, check=lambda k: None if 1 <= k <= 6 else f"must be 1..6, got {k}",
-                   doc="BDF order k, 1..6 (CLI: --order)"),
+    "order": Field("int", default=6, check=lambda k: None if BDF_ORDER_MIN <= k <= BDF_ORDER_MAX else
+                   f"must be {BDF_ORDER_MIN}..{BDF_ORDER_MAX}, got {k}",
+                   doc=f"BDF order k, {BDF_ORDER_MIN}..{BDF_ORDER_MAX} (CLI: --order)"),
     "step": Field("float", default=1e-3, check=positive, unit="s",
                   doc="BDF time step h (CLI: --step, which sets nlp.step too)"),
     "form": Field("str", default="I1", choices=BDF_FORMS,
@@ -123,7 +125,7 @@ VERIFICATION_SCHEMA = {
                                 "times each factor; [] for none"),
     "rtol": Field("float", default=1e-9, check=positive,
                   doc="relative tolerance of the CVODES simulations (absolute: rtol / 100)"),
-    "cases": Field("str", default="default", choices=("default", "full"),
+    "cases": Field("str", default="default", choices=VERIFICATION_CASES,
                    doc="default: the plan open loop and with the motor PD; full: also the cubic-spline torques, "
                        "rigid feedforward, PD only and the payload cases (CLI: --verify)"),
     "settle_s": Field("float", default=None, check=non_negative, unit="s",
@@ -165,7 +167,7 @@ NLP_SCHEMA = {
                             doc="weight of the penalty on (tool error / band_mm)^2 against the objective"),
     "pre_actuation_s": Field("float", default=0.0, check=non_negative, unit="s",
                              doc="time before the motion in which the torques may act (non-causal inversion); 0 "
-                                 "with strategy noncausal: 10 time constants of the worst unstable zero, 0.05..3 s"),
+                                 "with strategy noncausal: 10 time constants of the slowest unstable zero, 0.05..3 s"),
     "post_actuation_s": Field("float", default=0.0, check=non_negative, unit="s",
                               doc="time after the motion in which the torques may act, as pre_actuation_s"),
     "strategy": Field("str", default="auto", choices=nlp_settings.STRATEGIES,
@@ -174,8 +176,9 @@ NLP_SCHEMA = {
     "backend": Field("str", default="auto", choices=nlp_settings.BACKENDS,
                      doc="casadi: CasADi's IPOPT; cyipopt: IPOPT through cyipopt with interval-wise derivatives; "
                          "pyomo: a Pyomo model; fatrop: the stage-structured interior point fatrop on the stage-ordered "
-                         "NLP (slower here: seconds of set-up); auto: Newton for a square NLP, else cyipopt "
-                         "(CLI: --backend)"),
+                         "NLP (slower here: seconds of set-up); ipopt-c: IPOPT through its C interface with interval-wise "
+                         "derivatives; auto: Newton for a square NLP, else ipopt-c (else cyipopt, else casadi, where "
+                         "IPOPT's C library is not found) (CLI: --backend)"),
     "square_by_newton": Field("bool", default=True,
                               doc="casadi/auto backends: solve a square NLP (causal exact tracking, no bounds) "
                                   "by Newton + sparse LU instead of IPOPT"),

@@ -59,10 +59,10 @@ from ffopt.reference.paths import (
     duration_for_speed,
 )
 from ffopt.reference.prefilter import DEFAULT_SETTLE_TOLERANCE, RAW_KINDS, Butterworth, ptp_profile, step_profile
+from ffopt.reference.shaping import SHAPERS
 from ffopt.reference.time_laws import TIME_LAWS, TimeLaw, shaped_time_law
 
 KINDS = ("line", "polyline", "arc", "joint_ptp", "prefilter")
-SHAPERS = ("zv", "zvd")  # ffopt.reference.shaping
 TIME_LAW_KEYS = ("time_law", "time_law_shape", "shaper", "shaper_modes")  # not of a prefiltered move
 # Default prefilter order: the smallest that gives a continuous motor torque, + PREFILTER_MARGIN.
 PREFILTER_MARGIN = 1
@@ -83,9 +83,10 @@ _COMMON = {
                                 "law then also C^(n+2) at the rests: the torque table does not alternate there); "
                                 "default none"),
     "shaper": Field("str", choices=SHAPERS,
-                    doc="input shaper convolved with the time law (Singer & Seering): zv or zvd impulses on each "
-                        "of shaper_modes; the motion is longer by the shaper's duration (half a damped period per "
-                        "mode for zv, a whole one for zvd) and the exact inverse tracks the shaped path. Set by "
+                    doc="input shaper convolved with the time law: zv or zvd (Singer & Seering 1990), ei or the "
+                        "two-hump ei2 (Singhose, Seering & Singer 1994), impulses on each of shaper_modes; the motion "
+                        "is longer by the shaper's duration (half a damped period per mode for zv, a whole one for "
+                        "zvd and ei, 1.5 for ei2) and the exact inverse tracks the shaped path. Set by "
                         "solver.robust_rest; default none"),
     "shaper_modes": Field("matrix",
                           doc="the modes the shaper cancels, one row [natural frequency Hz, damping ratio] each "
@@ -352,7 +353,7 @@ def _shaper(v, r) -> tuple | None:
     kind, modes = r.get("shaper"), r.get("shaper_modes")
     if kind is None:
         if modes is not None:
-            v.fail("reference.shaper_modes", "given without reference.shaper (zv or zvd)")
+            v.fail("reference.shaper_modes", f"given without reference.shaper ({', '.join(SHAPERS)})")
         return None
     if not modes:
         v.fail("reference.shaper_modes", f"missing: shaper {kind!r} needs the modes it cancels, rows "

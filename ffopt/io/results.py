@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from ffopt import interrupt
+from ffopt._version import __version__
 from ffopt.errors import OutputError
 from ffopt.io.matfile import write_mat
 from ffopt.trajectory import Trajectory
@@ -248,9 +249,7 @@ def _marker_field(folder: Path, key: str):
 
 
 def _write_marker(path: Path, files: dict[str, str], command: str) -> None:
-    import ffopt
-
-    write_json({"written_by": "ffopt", "ffopt_version": ffopt.__version__, "command": command,
+    write_json({"written_by": "ffopt", "ffopt_version": __version__, "command": command,
                 "written_utc": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                 "files": {name: {"sha256": digest} for name, digest in sorted(files.items())}}, path)
 
@@ -290,8 +289,6 @@ def check_output_file(path: str | Path) -> None:
 
 def write_json_file(path: str | Path, obj: dict, command: str) -> Path:
     """Write ``obj`` (plus who wrote it) as JSON to ``path`` via a temporary file and a rename."""
-    import ffopt
-
     path = Path(path).absolute()
     check_output_file(path)
     created = _make_parents(path.parent)
@@ -301,7 +298,7 @@ def write_json_file(path: str | Path, obj: dict, command: str) -> Path:
         os.close(fd)
         tmp = Path(name)
         tmp.chmod(0o666 & ~_umask())  # as open() would create it, not mkstemp's 0600
-        write_json({"written_by": f"ffopt {command}", "ffopt_version": ffopt.__version__, **obj}, tmp)
+        write_json({"written_by": f"ffopt {command}", "ffopt_version": __version__, **obj}, tmp)
         with interrupt.deferred():
             check_output_file(path)
             os.replace(tmp, path)

@@ -2,7 +2,7 @@
 
 Per problem (E12 under ``e12_torque_bounded.toml``'s bounds; with not quick also the UR5 under its URDF's limits):
 TOPP-RA's rigid time-optimal move (the lower bound; Pham & Pham, IEEE T-RO 2018), Ruckig's jerk-limited profile of
-the path parameter within the same torque bounds (Berscheid & Kroeger, RSS 2021), and ffopt's minimum-time
+the path parameter within the same torque bounds (Berscheid & Kröger, RSS 2021), and ffopt's minimum-time
 rest-to-rest move of the elastic arm with 8 and 16 shaping terms: duration, its ratio to TOPP-RA's, the largest
 limit ratio of the rigid (peers) or elastic (ffopt) torques, and CPU time (median of the repeats). How the arm moves
 with each (tool error, settled cycle): ``python results/motion_design.py``.

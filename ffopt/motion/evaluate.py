@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ffopt.dae.equilibrium import static_equilibrium
+from ffopt.models.equilibrium import static_equilibrium
 from ffopt.sim.plant import MotorPD, simulate
 from ffopt.sim.settle import hold_pose, settle_duration, settle_grid
 
@@ -49,15 +49,30 @@ def settled_cycle_time(t: np.ndarray, distance_mm: np.ndarray, tol_mm: float, t_
     return float(t[last + 1] - t_start)
 
 
-def run_table(problem, t, u, qm, dqm, y_ref, t_start: float, t_motion_end: float, tol_mm: float,
-              kp=None, kd=None, settle_s: float | None = None, rtol: float = 1e-8, end_guess=None) -> TableRun:
-    """Simulate ``problem``'s elastic arm with the table (t from the table's first row; u, qm, dqm per input) and
-    the motor PD (gains kp, kd: the verification's by default), then the settle window; errors against y_ref
-    (outputs on t) and the end point y_ref[-1]. end_guess: link coordinates near the final pose's static
-    equilibrium (default: the planned start's branch; a table that leaves the arm swinging must not pick the
-    hold on another branch)."""
+@dataclass(frozen=True)
+class MotorTable:
+    """A table for the motors: t (s, from the table's first row); per input the torque u, the motor references qm
+    and their rates dqm; the outputs y_ref the path asks for on t; the motion's start and end (s)."""
+
+    t: np.ndarray
+    u: np.ndarray
+    qm: np.ndarray
+    dqm: np.ndarray
+    y_ref: np.ndarray
+    t_start: float
+    t_motion_end: float
+
+
+def run_table(problem, table: MotorTable, tol_mm: float, *, kp=None, kd=None, settle_s: float | None = None,
+              rtol: float = 1e-8, end_guess=None) -> TableRun:
+    """Simulate ``problem``'s elastic arm with the table and the motor PD (gains kp, kd: the verification's by
+    default), then the settle window; errors against table.y_ref and the end point y_ref[-1]. end_guess: link
+    coordinates near the final pose's static equilibrium (default: the planned start's branch; a table that leaves
+    the arm swinging must not pick the hold on another branch)."""
     from ffopt.sim.plant import input_gains, pd_gains
 
+    t, u, qm, dqm, y_ref = table.t, table.u, table.qm, table.dqm, table.y_ref
+    t_start, t_motion_end = table.t_start, table.t_motion_end
     model = problem.model
     settings = problem.verification
     n_link = model.layout.n_link

@@ -222,7 +222,7 @@ class _DurationSearch:
 
 
     def _nlp_at(self, T: float) -> tuple[float, np.ndarray, bool]:
-        from ffopt.dae.rest_to_rest import ends_at_rest
+        from ffopt.models.equilibrium import ends_at_rest
         from ffopt.plan import plan  # the planner is the stage above this one: imported where the route needs it
 
         tic = time.perf_counter()

@@ -24,7 +24,7 @@ from functools import cached_property
 
 import numpy as np
 
-from ffopt.dae.equilibrium import static_equilibrium
+from ffopt.models.equilibrium import static_equilibrium
 from ffopt.errors import ProblemError
 from ffopt.reference.build import reference_from_spec
 from ffopt.reference.time_laws import TimeLaw

@@ -146,11 +146,11 @@ WARM_START_FORM = "I1"  # DAE form of the BDF warm start: I1 (the NLP's own form
 def warm_start_trajectory(model, reference, qa_guess, step: float, form: str = WARM_START_FORM,
                           order: int = WARM_START_ORDER) -> tuple[Trajectory | None, dict]:
     """The BDF solution (BDF-``order``, form ``form``) for warm starting, or None if it fails or diverges."""
-    from ffopt.dae.inverse import solve_inverse_bdf
+    from ffopt.dae.inverse import BdfSettings, solve_inverse_bdf
 
     tic = time.perf_counter()
     try:
-        traj = solve_inverse_bdf(model, reference, order, step, form, None, qa_guess)
+        traj = solve_inverse_bdf(model, reference, BdfSettings(order=order, step=step, form=form), qa_guess=qa_guess)
     except FfoptError as err:
         return None, {"bdf_status": f"failed: {err}", "time_bdf_s": time.perf_counter() - tic}
     info = {"time_bdf_s": time.perf_counter() - tic, "bdf_form": form, "bdf_order": order,

@@ -27,7 +27,7 @@ import numpy as np
 
 from ffopt.analysis.strangeness import derivative_array, strangeness_index
 from ffopt.dae.bdf import BDF_ALPHA
-from ffopt.dae.equilibrium import static_equilibrium
+from ffopt.models.equilibrium import static_equilibrium
 from ffopt.dae.forms import build_inverse_dae
 from ffopt.models.flexible import FlexibleModel
 from ffopt.replication.python_bdf import gauss_newton_march, least_squares_march

@@ -35,7 +35,7 @@ import casadi as ca
 import numpy as np
 
 from ffopt.dae.bdf import solve_bdf
-from ffopt.dae.equilibrium import static_equilibrium
+from ffopt.models.equilibrium import static_equilibrium
 from ffopt.errors import ProblemError, SolverError
 from ffopt.models.flexible import FlexibleModel
 from ffopt.replication.python_bdf import python_bdf

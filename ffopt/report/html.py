@@ -19,6 +19,7 @@ import jinja2
 import markupsafe
 import numpy as np
 
+from ffopt._version import __version__
 from ffopt.io.saved import SavedPlan, load_plan
 
 REPORT = "report.html"
@@ -96,14 +97,12 @@ def write_report(folder: str | Path) -> Path:
 
 
 def render(plan: SavedPlan) -> str:
-    import ffopt
-
     s = plan.summary
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
     env.globals["table"] = lambda d: markupsafe.Markup(_table(d))  # _table escapes every cell
     plots, drawn = _plots(plan)
     return env.from_string(TEMPLATE).render(
-        p=s, version=ffopt.__version__, folder=str(plan.folder.absolute()), plots=plots, drawn=drawn,
+        p=s, version=__version__, folder=str(plan.folder.absolute()), plots=plots, drawn=drawn,
         verification=_verification(plan), verdict=_verdict(s), choice=_choice(s), settings=_flat(s.get("settings", {})), solver=_flat(s.get("solver", {})),
         timings=s.get("wall_time_s", {}), peaks=[(j, _fmt(x)) for j, x in zip(plan.actuated_joints,
                                                                               s.get("peak_torque_Nm", []))],
@@ -113,7 +112,7 @@ def render(plan: SavedPlan) -> str:
 
 def _verdict(s: dict) -> SimpleNamespace:
     """The plan's status, the first miss, the settle window and the plan's end state, as sentences."""
-    from ffopt.dae.rest_to_rest import not_at_rest_text
+    from ffopt.models.equilibrium import not_at_rest_text
 
     ver = s.get("verification") or {}
     verdict = ver.get("verdict") or {}

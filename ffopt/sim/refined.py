@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ffopt.dae.equilibrium import static_equilibrium
+from ffopt.models.equilibrium import static_equilibrium
 from ffopt.models.beam_chain import link_bending, segment_coordinates, segmented_beam_model
 from ffopt.progress import heartbeat
 from ffopt.sim.baselines import reach

@@ -161,7 +161,7 @@ def settle_metrics(model, sim_move, sim_settle, hold: Hold, errors_mm, errors_mr
 def plan_end_state(model, traj) -> dict:
     """How far the plan itself (its table's last row) is from rest (``ffopt.dae.rest_to_rest.ends_at_rest``:
     speeds, input minus the static input), with the fastest link coordinate named."""
-    from ffopt.dae.rest_to_rest import ends_at_rest
+    from ffopt.models.equilibrium import ends_at_rest
 
     at_rest, end = ends_at_rest(model, traj)
     n_link = model.layout.n_link
@@ -228,7 +228,7 @@ def _move_cause(planned_mm, tol_mm) -> str:
 
 def _settle_cause(end_state, settle: SettleMetrics) -> str:
     if end_state is not None and not end_state["at_rest"]:
-        from ffopt.dae.rest_to_rest import not_at_rest_text
+        from ffopt.models.equilibrium import not_at_rest_text
 
         return (f"{not_at_rest_text(end_state)}: its zero dynamics still ring; plan rest-to-rest "
                 "(solver.end_at_rest) or lengthen the move")

@@ -44,8 +44,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ffopt.codegen import available_cores
-from ffopt.dae.equilibrium import static_equilibrium
-from ffopt.dae.rest_to_rest import not_at_rest_text
+from ffopt.models.equilibrium import static_equilibrium
+from ffopt.models.equilibrium import not_at_rest_text
 from ffopt.errors import VerificationError
 from ffopt.io.problem import VerificationSettings
 from ffopt.models.flexible import FlexibleModel

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-import ffopt
+from ffopt._version import __version__
 from ffopt import interrupt
 from ffopt.errors import FfoptError, ProblemError
 from ffopt.progress import heartbeat
@@ -93,7 +93,7 @@ def run_task(task: dict) -> dict:
         row.update(error_type=type(err).__name__, error=_one_line(err))
         files = {}
     row.update(t_task_s=time.perf_counter() - tic, worker_pid=os.getpid(), worker_host=socket.gethostname(),
-               ffopt_version=ffopt.__version__)
+               ffopt_version=__version__)
     return {"row": row, "files": files}
 
 
@@ -154,7 +154,7 @@ def _warm_up() -> str:
     import ffopt.plan  # noqa: F401
     import ffopt.sim.verify  # noqa: F401
 
-    return ffopt.__version__
+    return __version__
 
 
 def _forkserver_ignoring_sigint() -> None:
@@ -330,10 +330,10 @@ def _check_workers(client, scheduler: str | None) -> None:
                                "and run the sweep again (finished runs are kept)") from None
         raise ProblemError(f"{where}: the workers cannot run ffopt ({type(err).__name__}: {err}); "
                            "install ffopt in the workers' environment") from None
-    wrong = {w: v for w, v in versions.items() if v != ffopt.__version__}
+    wrong = {w: v for w, v in versions.items() if v != __version__}
     if wrong:
         raise ProblemError(f"--scheduler {scheduler}: workers run ffopt {sorted(set(wrong.values()))}, this is "
-                           f"{ffopt.__version__}; a run's id includes the version: install the same on the workers")
+                           f"{__version__}; a run's id includes the version: install the same on the workers")
 
 
 def _task(sweep: Sweep, run: Run) -> dict:

@@ -31,9 +31,9 @@ import casadi as ca
 import numpy as np
 
 from ffopt.dae.bdf import BDF_ALPHA
-from ffopt.dae.equilibrium import static_equilibrium
+from ffopt.models.equilibrium import static_equilibrium
 from ffopt.dae.forms import DEFAULT_SCALING_POWER, FORMS, build_inverse_dae, choose_dummy_set
-from ffopt.dae.inverse import solve_inverse_bdf
+from ffopt.dae.inverse import BdfSettings, solve_inverse_bdf
 from ffopt.io.problem import load_problem
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,7 +45,8 @@ POWERS = (0.0, 1.0, 2.0, 3.0)
 def solution_point(problem, t_star: float, h_ref: float):
     """(q, v, a, jerk) at t_star from BDF-6 on the I1 form with a fine step."""
     p = problem
-    tr = solve_inverse_bdf(p.model, p.reference, 6, h_ref, "I1", qa_guess=p.reference_spec.joint_guess)
+    tr = solve_inverse_bdf(p.model, p.reference, BdfSettings(order=6, step=h_ref, form="I1"),
+                           qa_guess=p.reference_spec.joint_guess)
     i = int(round(t_star / h_ref))
     jerk = (tr.a[i + 1] - tr.a[i - 1]) / (2 * h_ref)
     return tr.q[i], tr.v[i], tr.a[i], jerk
@@ -137,14 +138,15 @@ def error_floor_rows(problem, steps=(1e-3, 3e-4, 1e-4), h_ref=1e-4):
 
     p = problem
     g = p.reference_spec.joint_guess
-    ref = solve_inverse_bdf(p.model, p.reference, 6, h_ref, "I1", qa_guess=g)
+    ref = solve_inverse_bdf(p.model, p.reference, BdfSettings(order=6, step=h_ref, form="I1"), qa_guess=g)
     rows = {}
     for form in FORMS:
         for h in steps:
             stride = int(round(h / h_ref))
             for pw in (0.0, DEFAULT_SCALING_POWER[form]):
                 try:
-                    tr = solve_inverse_bdf(p.model, p.reference, ORDER, h, form, pw, g)
+                    tr = solve_inverse_bdf(p.model, p.reference, BdfSettings(order=ORDER, step=h, form=form, scaling_power=pw),
+                                           qa_guess=g)
                     n = min(len(tr.u), len(ref.u[::stride]))
                     rows[(form, h, pw)] = float(np.abs(tr.u[:n] - ref.u[::stride][:n]).max() / np.abs(ref.u).max())
                 except SolverError:
@@ -205,7 +207,7 @@ def collect() -> dict:
     data["variants"] = e1_variant_rows(e1, data["cases"]["E1 simplified"]["t_star"], 1.25e-4)
     data["tol_check"] = newton_tolerance_check(e12)
     data["rest"] = rest_sensitivity(e12)
-    data["u_peak_e12"] = float(np.abs(solve_inverse_bdf(e12.model, e12.reference, 6, 1e-3, "I1",
+    data["u_peak_e12"] = float(np.abs(solve_inverse_bdf(e12.model, e12.reference, BdfSettings(order=6, step=1e-3, form="I1"),
                                                         qa_guess=e12.reference_spec.joint_guess).u).max())
     return data
 

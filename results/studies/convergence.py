@@ -25,9 +25,9 @@ import numpy as np
 
 from ffopt.analysis.elastic_link import ElasticLink
 from ffopt.dae.bdf import BDF_ALPHA, solve_bdf
-from ffopt.dae.equilibrium import static_equilibrium
+from ffopt.models.equilibrium import static_equilibrium
 from ffopt.dae.forms import build_inverse_dae, choose_dummy_set
-from ffopt.dae.inverse import solve_inverse_bdf, trajectory_from_states
+from ffopt.dae.inverse import BdfSettings, solve_inverse_bdf, trajectory_from_states
 from ffopt.io.problem import load_problem
 from ffopt.plan import plan
 from ffopt.reference.time_laws import TIME_LAWS, TimeLaw
@@ -91,7 +91,7 @@ def solve_link(link, model, ref, form, order, h, newton_tol=None):
     if form == "DD":
         return solve_inverse_variant(model, ref, "DD", order, h, guess, engine="vm")
     if newton_tol is None:
-        return solve_inverse_bdf(model, ref, order, h, form, qa_guess=guess, compile=False)
+        return solve_inverse_bdf(model, ref, BdfSettings(order=order, step=h, form=form), qa_guess=guess, compile=False)
     return solve_with_newton_tol(model, ref, order, h, form, guess, newton_tol)
 
 
@@ -233,7 +233,8 @@ def section_evaluation() -> list[str]:
 # ---------------------------------------------------------------------------- 2. E1, E12
 def fine_reference(p, law=None):
     p = p if law is None else with_law(p, law)
-    return p, solve_inverse_bdf(p.model, p.reference, 6, H_REF, "I1", qa_guess=p.reference_spec.joint_guess)
+    return p, solve_inverse_bdf(p.model, p.reference, BdfSettings(order=6, step=H_REF, form="I1"),
+                                qa_guess=p.reference_spec.joint_guess)
 
 
 def with_law(p, law):
@@ -249,7 +250,8 @@ def problem_table(p, ref, steps, forms, ks, n_link, motor=True) -> list[str]:
         for k in ks:
             eu, ea, em = [], [], []
             for h in steps:
-                tr = solve_inverse_bdf(p.model, p.reference, k, h, form, qa_guess=p.reference_spec.joint_guess)
+                tr = solve_inverse_bdf(p.model, p.reference, BdfSettings(order=k, step=h, form=form),
+                                       qa_guess=p.reference_spec.joint_guess)
                 s = int(round(h / h_ref))
                 eu.append(np.abs(tr.u - ref.u[::s]).max() / peak)
                 ea.append(np.abs(tr.q[:, :n_link] - ref.q[::s, :n_link]).max())

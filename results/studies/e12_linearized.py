@@ -34,8 +34,8 @@ import casadi as ca
 import numpy as np
 
 from ffopt.analysis.strangeness import strangeness_analysis
-from ffopt.dae.equilibrium import static_equilibrium
-from ffopt.dae.inverse import solve_inverse_bdf
+from ffopt.models.equilibrium import static_equilibrium
+from ffopt.dae.inverse import BdfSettings, solve_inverse_bdf
 from ffopt.io.problem import load_problem
 from ffopt.models import rigid_body
 
@@ -68,8 +68,10 @@ def indices(problem) -> dict:
 
 def timed(problem, order, h, form, repeats):
     g = problem.reference_spec.joint_guess
-    solve_inverse_bdf(problem.model, problem.reference, order, h, form, qa_guess=g)  # build / compile once
-    runs = [solve_inverse_bdf(problem.model, problem.reference, order, h, form, qa_guess=g) for _ in range(repeats)]
+    solve_inverse_bdf(problem.model, problem.reference, BdfSettings(order=order, step=h, form=form),
+                      qa_guess=g)  # build / compile once
+    runs = [solve_inverse_bdf(problem.model, problem.reference, BdfSettings(order=order, step=h, form=form),
+                              qa_guess=g) for _ in range(repeats)]
     return runs[-1], min(r.stats["time_solve_s"] for r in runs)  # min: robust against other load
 
 
@@ -85,7 +87,7 @@ def rows(models, repeats):
     for (order, h), paper in PAPER_TIMES_S.items():
         for label, p in models.items():
             g = p.reference_spec.joint_guess
-            u_ref = solve_inverse_bdf(p.model, p.reference, 6, h / 8, "I1", qa_guess=g).u
+            u_ref = solve_inverse_bdf(p.model, p.reference, BdfSettings(order=6, step=h / 8, form="I1"), qa_guess=g).u
             for form in FORMS:
                 tr, t = timed(p, order, h, form, repeats)
                 jump = float(np.abs(np.diff(tr.q[:, : p.model.layout.n_link], axis=0)).max())

@@ -31,8 +31,8 @@ from pathlib import Path
 import numpy as np
 from scipy.interpolate import CubicSpline
 
-from ffopt.dae.equilibrium import static_equilibrium
-from ffopt.dae.inverse import solve_inverse_bdf
+from ffopt.models.equilibrium import static_equilibrium
+from ffopt.dae.inverse import BdfSettings, solve_inverse_bdf
 from ffopt.io.problem import load_problem
 from ffopt.sim.plant import simulate
 
@@ -44,7 +44,7 @@ def plan(problem, variant: str, order: int, h: float):
     p = problem
     g = p.reference_spec.joint_guess
     if variant == "I1":
-        return solve_inverse_bdf(p.model, p.reference, order, h, "I1", qa_guess=g)
+        return solve_inverse_bdf(p.model, p.reference, BdfSettings(order=order, step=h, form="I1"), qa_guess=g)
     from ffopt.replication.moberg_hanssen import solve_inverse_variant
 
     return solve_inverse_variant(p.model, p.reference, variant, order, h, g)

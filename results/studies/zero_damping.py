@@ -24,9 +24,9 @@ import numpy as np
 from ffopt.analysis.strangeness import strangeness_analysis
 from ffopt.analysis.structural import structural_analysis
 from ffopt.dae.bdf import BDF_ALPHA, solve_bdf
-from ffopt.dae.equilibrium import static_equilibrium
+from ffopt.models.equilibrium import static_equilibrium
 from ffopt.dae.forms import build_inverse_dae
-from ffopt.dae.inverse import solve_inverse_bdf
+from ffopt.dae.inverse import BdfSettings, solve_inverse_bdf
 from ffopt.errors import FfoptError
 from ffopt.io.problem import load_problem
 from ffopt.replication.moberg_hanssen import solve_inverse_variant
@@ -75,7 +75,7 @@ def solves(model, p) -> dict:
     for form in FORMS:
         try:
             tr = (solve_inverse_variant(model, p.reference, "DD", 6, H, g) if form == "DD"
-                  else solve_inverse_bdf(model, p.reference, 6, H, form, qa_guess=g))
+                  else solve_inverse_bdf(model, p.reference, BdfSettings(order=6, step=H, form=form), qa_guess=g))
             out[form] = float(np.abs(tr.u - u_ref[::8]).max() / np.abs(u_ref).max())
         except FfoptError:
             out[form] = "no convergence"

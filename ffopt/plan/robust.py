@@ -64,7 +64,7 @@ class _Loop:
 
     def __init__(self, problem):
         from ffopt.control import design
-        from ffopt.dae.equilibrium import static_equilibrium
+        from ffopt.models.equilibrium import static_equilibrium
         from ffopt.sim.settle import hold_pose
 
         m, ref = problem.model, problem.reference

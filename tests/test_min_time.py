@@ -132,3 +132,33 @@ def test_duration_min_in_the_problem_file():
     with pytest.raises(ProblemError, match="reference.speed_max_deg_s: with duration = \"min\""):
         problem_from_dict({**one_link(), "reference": {**one_link()["reference"], "duration": "min",
                                                        "speed_max_deg_s": 90.0}})
+
+
+def test_plan_with_duration_min_records_the_search_and_verifies(tmp_path):
+    """ffopt.plan of a problem with duration = "min": the plan is made for the duration found, verified, and
+    summary.json holds the search (method_choice.minimum_time: duration, active limits)."""
+    import json
+
+    import ffopt
+
+    problem = problem_from_dict({**one_link("elastic_gear", 1e4), "reference": {**one_link()["reference"],
+                                                                                 "duration": "min"}})
+    result = ffopt.plan(problem)
+    record = result.method_choice["minimum_time"]
+    assert result.verification.verdict.status == "verified"
+    assert result.problem.reference_spec.duration == pytest.approx(record["duration_s"])
+    assert [a["limit"] for a in record["active_limits"]] == ["torque"] and record["active_limits"][0]["joint"] == "j1"
+    summary = json.loads((result.save(tmp_path / "plan") / "summary.json").read_text())
+    assert summary["method_choice"]["minimum_time"]["duration_s"] == pytest.approx(record["duration_s"])
+
+
+def test_cli_min_time_without_a_limit_is_refused(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    proc = subprocess.run([sys.executable, "-m", "ffopt.cli.main", "plan", str(root / "problems" / "e12_line.toml"),
+                           "--min-time", "--out", str(tmp_path / "out"), "--quiet"], capture_output=True, text=True)
+    assert proc.returncode == 2 and "minimum time needs a limit" in proc.stderr
+    assert not (tmp_path / "out").exists()

@@ -76,6 +76,8 @@ def cmd_plan(args) -> int:
     held = {f"output.{k}": v for k, v in (("sample_time", args.sample_time), ("hold", args.hold)) if v is not None}
     if held:  # [output] from the command line (validated like the file's table)
         problem = problem.with_values(held)
+    if args.min_time and not problem.reference_spec.minimum_time:  # as reference.duration = "min"
+        problem = _with_min_time(problem)
     check_plan_options(args, problem)
     verify = False if args.no_verify else args.verify
     verifies = verification_cases(problem, verify) is not None
@@ -92,11 +94,29 @@ def cmd_plan(args) -> int:
     interrupt.check()
     from ffopt.progress import heartbeat
 
+    say("writing the result files" + (" and plots" if not args.no_plots else ""))  # announced: it can take seconds
     with heartbeat(say, lambda elapsed: f"writing the result files: {elapsed:.0f} s"):  # a long table's CSV, plots
         out = result.save(args.out, plots=not args.no_plots, force=args.force)
     say(f"wrote {out}")
     print(summary_text(result))
     return plan_exit_code(result.verification)
+
+
+def _with_min_time(problem):
+    """--min-time: the problem with reference.duration = "min", the speed and acceleration limits that set its
+    duration dropped (the search sets it), and the file's duration, if longer than the default, as duration_max."""
+    from ffopt.io.reference_spec import DURATION_MAX_S
+
+    spec = problem.reference_spec
+    if spec.kind not in ("line", "arc", "joint_ptp"):
+        raise ProblemError(f"{problem.source}: --min-time searches one duration: reference.kind '{spec.kind}' has "
+                           "none (use a line, an arc or a joint move)")
+    data = problem.to_dict()
+    ref = data["reference"]
+    for key in ("speed_mm_s", "speed_max_deg_s", "speed_max_rad_s", "acceleration_max_deg_s2", "acceleration_max_rad_s2"):
+        ref.pop(key, None)
+    ref.update(duration="min", duration_max=max(DURATION_MAX_S, spec.duration))
+    return problem.from_dict(data, problem.source)
 
 
 def check_plan_options(args, problem) -> None:
@@ -179,6 +199,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "the cubic-spline torques, rigid-model feedforward, PD only and the payload mismatch "
                         "(default: the problem's verification.cases)")
     p.add_argument("--no-verify", action="store_true", help="skip the verification simulations")
+    p.add_argument("--min-time", action="store_true",
+                   help="the shortest move along the path within the problem's limits that ends at rest (as "
+                        "reference.duration = \"min\"; limits: nlp.torque_max or \"urdf\", nlp.torque_rate_max, "
+                        "the URDF's velocity limits)")
     p.add_argument("--no-plots", action="store_true")
     p.add_argument("--no-compile", action="store_true", help="run CasADi's virtual machine, no C code")
     p.add_argument("--quiet", action="store_true", help="no progress lines on stderr")

@@ -24,6 +24,7 @@ import numpy as np
 
 from ffopt.dae.rest_to_rest import N_SHAPE, rest_law_within, with_duration_factor
 from ffopt.errors import ProblemError
+from ffopt.models.equilibrium import ends_at_rest
 
 __all__ = ["MotionLimits", "MinimumTime", "minimum_time", "LIMIT_KINDS"]
 
@@ -146,9 +147,12 @@ class MinimumTime:
 
 
 def minimum_time(problem, limits: MotionLimits | None = None, duration_max: float | None = None,
-                 n_shape: int = N_SHAPE, lower_bound: bool = True, progress=None) -> MinimumTime:
+                 n_shape: int = N_SHAPE, lower_bound: bool = True, progress=None, planner=None) -> MinimumTime:
     """The shortest move along ``problem``'s path (its time law family, solver order/step/form) that tracks the
-    path exactly, stays within ``limits`` (default ``MotionLimits.of(problem)``) and ends at rest. Raises
+    path exactly, stays within ``limits`` (default ``MotionLimits.of(problem)``) and ends at rest. ``planner``:
+    problem -> Trajectory, a plan without verification (``ffopt.plan.minimum_time`` passes the planner's
+    ``make_plan``): it decides the route (method auto) and makes the non-causal NLP moves of a non-minimum-phase
+    arm; without it the route is BDF unless the problem's method is nlp, which then needs it. Raises
     ProblemError without any limit (minimum time is unbounded) or when no move up to ``duration_max``
     (default: reference.duration_max for a problem with duration = "min", else 8x the problem's duration) is
     feasible."""
@@ -162,7 +166,7 @@ def minimum_time(problem, limits: MotionLimits | None = None, duration_max: floa
     spec = problem.reference_spec
     base_T = spec.duration  # with duration = "min": duration_max, the longest move searched
     T_max = duration_max if duration_max is not None else base_T if spec.minimum_time else 8.0 * base_T
-    search = _DurationSearch(problem, limits, n_shape, say)
+    search = _DurationSearch(problem, limits, n_shape, say, planner)
     T = min(T_max, 1.2 * bound[0]) if bound else base_T
     feasible, infeasible = None, None  # (T, p, c) at the shortest feasible / longest infeasible duration
     for _ in range(MAX_SEARCHES):
@@ -194,11 +198,11 @@ class _DurationSearch:
     start and end at rest), of the problem's own time law, without limits, and p(T) their largest limit ratio;
     the route is the one method auto takes at the problem's duration."""
 
-    def __init__(self, problem, limits: MotionLimits, n_shape: int, say):
-        self.problem, self.limits, self.n_shape, self.say = problem, limits, n_shape, say
+    def __init__(self, problem, limits: MotionLimits, n_shape: int, say, planner):
+        self.problem, self.limits, self.n_shape, self.say, self.planner = problem, limits, n_shape, say, planner
         self.history: list[dict] = []
         self.laws: list[tuple[float, np.ndarray]] = []
-        self.route = _route(problem, say)
+        self.route = _route(problem, planner, say)
 
     def problem_at(self, T: float, c=None):
         moved = with_duration_factor(self.problem, T / self.problem.reference_spec.duration)
@@ -222,12 +226,8 @@ class _DurationSearch:
 
 
     def _nlp_at(self, T: float) -> tuple[float, np.ndarray, bool]:
-        from ffopt.models.equilibrium import ends_at_rest
-        from ffopt.plan import plan  # the planner is the stage above this one: imported where the route needs it
-
         tic = time.perf_counter()
-        result = plan(_unbounded(self.problem_at(T)), verify=False, progress=self.say)
-        traj = result.trajectory
+        traj = self.planner(_unbounded(self.problem_at(T)))
         p = float(np.abs(self.limits.ratios(traj)).max())
         rest = bool(ends_at_rest(self.problem.model, traj)[0])
         self.history.append({"duration_s": T, "peak_ratio": p, "at_rest": rest, "route": traj.method,
@@ -245,16 +245,17 @@ def _unbounded(problem):
     return problem.from_dict(data, problem.source)
 
 
-def _route(problem, say) -> str:
-    """"bdf" where method auto plans the problem by BDF (minimum phase) or the problem says bdf, else "nlp"."""
-    if problem.solver.method == "bdf":
+def _route(problem, planner, say) -> str:
+    """"bdf" where the problem says bdf or method auto plans it by BDF (minimum phase), else "nlp"."""
+    method = problem.solver.method
+    if method == "bdf" or (planner is None and method != "nlp"):
         return "bdf"
-    from ffopt.plan import plan
-
+    if planner is None:
+        raise ProblemError(f"{problem.source}: minimum time with solver.method = \"nlp\" plans each move by the NLP: "
+                           "call ffopt.plan.minimum_time (it passes the planner), or set solver.method = \"bdf\"")
     say("minimum time: which route plans this arm (method auto at the problem's duration)")
-    first = plan(_unbounded(problem).with_values({"solver.end_at_rest": False, "solver.method": "auto"}),
-                 verify=False, progress=say)
-    return "bdf" if first.trajectory.method.startswith("bdf") else "nlp"
+    first = planner(_unbounded(problem).with_values({"solver.end_at_rest": False, "solver.method": "auto"}))
+    return "bdf" if first.method.startswith("bdf") else "nlp"
 
 
 def _next_duration(history: list[dict], feasible, infeasible, T_max: float) -> float | None:

@@ -14,6 +14,7 @@ from ffopt.errors import ProblemError
 from ffopt.io.problem import Problem, load_problem
 from ffopt.plan import checks, diagnostics
 from ffopt.plan.methods import Run, solve_method
+from ffopt.plan.min_time import plan_minimum_time, record_and_say
 from ffopt.plan.rest import RestToRest, end_at_rest, explain_ringing, robust_rest
 from ffopt.plan.result import PlanResult
 from ffopt.progress import heartbeat
@@ -106,9 +107,15 @@ def _plan(problem, overrides: PlanOverrides, verify, run: Run) -> PlanResult:
     problem, standstill = check_problem(problem, run)
     timings = {"path_check": time.perf_counter() - tic}
     guess = problem.reference_spec.joint_guess
+    found = None
+    if problem.reference_spec.minimum_time:  # reference.duration = "min": the duration and law first
+        tic = time.perf_counter()
+        problem, found = plan_minimum_time(problem, run)
+        timings["minimum_time"] = time.perf_counter() - tic
     planned = make_plan(problem, run)
     timings.update(planned.timings)
     problem, traj, rest = planned.problem, planned.trajectory, planned.rest_to_rest
+    min_time_record = None if found is None else record_and_say(found, traj, problem, say)
     if rest is not None and rest.warnings:
         traj.stats.setdefault("warnings", []).extend(rest.warnings)
     if standstill:
@@ -126,6 +133,8 @@ def _plan(problem, overrides: PlanOverrides, verify, run: Run) -> PlanResult:
         explain_ringing(report, rest)
     method_choice = planned.method_choice if rest is None else {**planned.method_choice,
                                                                  "rest_to_rest": rest.to_dict()}
+    if found is not None:
+        method_choice = {**method_choice, "minimum_time": min_time_record}
     return PlanResult(problem, traj, report, _settings(problem, traj, run.compile), timings, method_choice,
                       rest_to_rest=rest)
 

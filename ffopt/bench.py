@@ -37,6 +37,7 @@ from ffopt.dae.idas import solve_inverse_idas
 from ffopt.dae.inverse import BdfSettings, solve_inverse_bdf
 from ffopt.errors import ProblemError
 from ffopt.io.problem import load_problem
+from ffopt.settings.bench import BENCH_TABLES
 
 PROBLEMS = Path(__file__).resolve().parents[1] / "problems"  # the repository's problem files
 # (label, problem file, [(order, step)]) -- Moberg & Hanssen's settings, the main one first
@@ -207,7 +208,7 @@ def format_table(rows) -> str:
     return "\n".join(lines)
 
 
-TABLES = ("forms", "plan", "steps", "bodies", "nlp")
+TABLES = BENCH_TABLES
 
 
 def run_bench(quick: bool = False, repeats: int = 5, tables=("forms",)) -> str:
@@ -227,8 +228,9 @@ def run_bench(quick: bool = False, repeats: int = 5, tables=("forms",)) -> str:
         titles = {"plan": "Whole process: ffopt plan problems/e12_line.toml --no-plots (interpreter start to files "
                           "written)",
                   "steps": "Time against the number of steps (E12)", "bodies": "Time against the number of bodies",
-                  "nlp": "The NLP's paths side by side (E12 bounded and exact)"}
-        for name in ("plan", "steps", "bodies", "nlp"):
+                  "nlp": "The NLP's paths side by side (E12 bounded and exact)",
+                  "motion": "Minimum-time moves against TOPP-RA and Ruckig (ffopt.motion.benchmark)"}
+        for name in ("plan", "steps", "bodies", "nlp", "motion"):
             if name in tables:
                 parts.append(f"{titles[name]} ({_stamp(repeats)}):\n" + SCALING_TABLES[name](repeats=repeats, **(
                     {} if name == "plan" else {"quick": quick})))
@@ -686,4 +688,11 @@ def nlp_paths_table(repeats: int = 3, quick: bool = False) -> str:
     return "\n".join(lines)
 
 
-SCALING_TABLES = {"plan": plan_process_table, "steps": steps_table, "bodies": bodies_table, "nlp": nlp_paths_table}
+def motion_table(repeats: int = 3, quick: bool = False) -> str:
+    from ffopt.motion.benchmark import motion_table as table  # toppra and ruckig: the optional extra .[peers]
+
+    return table(repeats=repeats, quick=quick)
+
+
+SCALING_TABLES = {"plan": plan_process_table, "steps": steps_table, "bodies": bodies_table, "nlp": nlp_paths_table,
+                  "motion": motion_table}

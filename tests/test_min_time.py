@@ -162,3 +162,19 @@ def test_cli_min_time_without_a_limit_is_refused(tmp_path):
                            "--min-time", "--out", str(tmp_path / "out"), "--quiet"], capture_output=True, text=True)
     assert proc.returncode == 2 and "minimum time needs a limit" in proc.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_bench_motion_table_side_by_side():
+    """ffopt bench --table motion --quick: TOPP-RA, Ruckig and ffopt's minimum time on E12 in one run; ffopt's move
+    is no shorter than TOPP-RA's rigid bound and within the bounds."""
+    import re
+
+    from ffopt.bench import run_bench
+
+    text = run_bench(quick=True, repeats=1, tables=("motion",))
+    rows = {m.group(1).strip(): (float(m.group(2)), float(m.group(3)), float(m.group(4)))
+            for m in re.finditer(r"E12, e12_torque_bounded's bounds\s+(.+?)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+[\d.]+",
+                                 text)}
+    topp, ffopt_row = rows["TOPP-RA (rigid, lower bound)"], rows["ffopt minimum time, 8 terms"]
+    assert ffopt_row[0] > topp[0] and ffopt_row[1] >= 1.0 and ffopt_row[2] <= 1.0
+    assert rows["Ruckig within the bounds"][0] > topp[0]

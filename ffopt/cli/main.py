@@ -18,6 +18,7 @@ from ffopt.cli.common import (EXIT_INPUT, EXIT_INTERRUPTED, EXIT_MISSED_TOLERANC
                               finite_float, plan_exit_code, positive_int, progress_printer)
 from ffopt.errors import FfoptError, PathError, ProblemError, SolverError, VerificationError
 from ffopt.io.problem import BDF_FORMS, HOLDS, VERIFICATION_CASES
+from ffopt.settings.bench import BENCH_TABLES
 from ffopt.settings.methods import BDF_FAMILY, BDF_ORDER_MAX, BDF_ORDER_MIN, METHODS
 from ffopt.settings.nlp import BACKENDS, WARM_STARTS
 
@@ -156,7 +157,7 @@ def cmd_bench(args) -> int:
     from ffopt.bench import run_bench
 
     print(run_bench(quick=args.quick, repeats=args.repeats,
-                    tables=args.table or ("forms", "plan", "steps", "bodies", "nlp")))
+                    tables=args.table or BENCH_TABLES))
     return EXIT_OK
 
 
@@ -226,11 +227,12 @@ def build_parser() -> argparse.ArgumentParser:
     b = sub.add_parser("bench", help="time BDF forms against SUNDIALS IDAS, the whole plan process, and the cost "
                                      "against steps and bodies", epilog=EXIT_CODES_HELP)
     b.add_argument("--quick", action="store_true", help="fewer settings, for a smoke test")
-    b.add_argument("--table", action="append", choices=["forms", "plan", "steps", "bodies", "nlp"],
+    b.add_argument("--table", action="append", choices=list(BENCH_TABLES),
                    help="run only this table (repeatable): forms = BDF forms vs IDAS at Moberg & Hanssen's "
                         "settings, plan = the whole `ffopt plan` process (E12), steps / bodies = time against the "
                         "number of steps / bodies, nlp = the NLP's paths (compiled kernels, VM, nlpsol with MUMPS "
-                        "and SPRAL, Newton's step) on E12; default: all")
+                        "and SPRAL, Newton's step) on E12, motion = minimum-time moves against TOPP-RA and Ruckig "
+                        "(E12, UR5); default: all")
     b.add_argument("--repeats", type=positive_int, default=5, help="timed repetitions (the median is reported)")
     b.set_defaults(func=cmd_bench)
 

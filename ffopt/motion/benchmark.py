@@ -25,7 +25,7 @@ def motion_table(repeats: int = 3, quick: bool = False, root: Path | None = None
     from ffopt.motion.peers import PathSamples, rigid_motion, ruckig_within_bounds, topp_ra_law
 
     root = root or Path(__file__).resolve().parents[2] / "problems"
-    lines = [f"{'problem':34s} {'plan':26s} {'move [s]':>9s} {'/ TOPP-RA':>9s} {'peak/limit':>10s} {'CPU [s]':>8s}"]
+    lines = [f"{'problem':34s} {'plan':30s} {'move [s]':>9s} {'/ TOPP-RA':>9s} {'peak/limit':>10s} {'CPU [s]':>8s}"]
     for title, name, values in PROBLEMS[:1] if quick else PROBLEMS:
         problem = load_problem(root / name).with_values(values)
         limits = MotionLimits.of(problem)
@@ -48,7 +48,7 @@ def motion_table(repeats: int = 3, quick: bool = False, root: Path | None = None
 
 
 def _row(title, plan, move, ratio, peak, cpu) -> str:
-    return f"{title:34s} {plan:26s} {move:9.4f} {ratio:9.2f} {peak:10.3f} {cpu:8.2f}"
+    return f"{title:34s} {plan:30s} {move:9.4f} {ratio:9.2f} {peak:10.3f} {cpu:8.2f}"
 
 
 def _median_cpu(fn, repeats: int):

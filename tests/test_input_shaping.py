@@ -157,3 +157,26 @@ def test_lowest_modes_of_e1_clamped_is_the_passive_joint():
     (f, z), = lowest_modes(p.model, q, [0.0], [0.0], n=1, condition="clamped")
     assert f == pytest.approx(np.sqrt(1e6 / 600) / (2 * np.pi), rel=1e-9)
     assert z == pytest.approx(1e3 / (2 * np.sqrt(1e6 * 600)), rel=1e-9)
+
+
+def test_ei_shapers_have_their_published_insensitivity():
+    """Singhose, Seering & Singer (1994) and Vaughan, Yano & Singhose (2008): for an undamped mode the residual
+    stays below V = 5 % over +-20 % of the frequency with EI (one period long, as ZVD's +-14 %) and over +-35 %
+    with the two-hump EI (1.5 periods); their amplitudes are Singhose's closed forms; damped EI keeps the hump
+    at V on the design frequency."""
+    from ffopt.reference.shaping import ei, ei2, insensitivity_band, zvd
+
+    lo, hi = insensitivity_band(ei(2.0), 0.05, span=0.6)
+    assert lo == pytest.approx(0.80, abs=0.005) and hi == pytest.approx(1.20, abs=0.005)
+    assert np.allclose(ei(2.0).amplitudes, [0.2625, 0.475, 0.2625]) and ei(2.0).duration == pytest.approx(0.5)
+    lo, hi = insensitivity_band(ei2(2.0), 0.05, span=0.6)
+    assert 1 - lo > 0.35 and hi - 1 > 0.35 and ei2(2.0).duration == pytest.approx(0.75)
+    assert np.allclose(ei2(2.0).amplitudes.sum(), 1.0) and np.allclose(ei2(2.0).amplitudes[0], 0.1598, atol=1e-4)
+    z_lo, z_hi = insensitivity_band(zvd(2.0), 0.05, span=0.6)
+    assert z_hi - z_lo < hi - lo  # ZVD: narrower at the same duration
+    damped = ei(2.0, 0.1)
+    assert damped.residual(2.0, 0.1).item() == pytest.approx(0.05, abs=1e-9)
+    lo, hi = insensitivity_band(damped, 0.05, span=0.6)
+    assert 1 - lo > 0.2 and hi - 1 > 0.2
+    with pytest.raises(ValueError, match="use ei"):
+        ei2(2.0, 0.1)

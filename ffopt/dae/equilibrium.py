@@ -52,7 +52,7 @@ def _static_solver(model: FlexibleModel):
     L = model.layout
     q, y = model.q, ca.SX.sym("y", model.output.size1_out(0))
     zero = ca.SX.zeros(L.nq)
-    G = ca.Function("static", [q, y], [ca.vertcat(model.unactuated_link_rows(q, zero, zero),
-                                                  model.output(q[: L.n_link]) - y)])
+    residual = ca.vertcat(model.unactuated_link_rows(q, zero, zero), model.output(q[: L.n_link]) - y)
+    G = ca.Function("static", [q, y], [ca.densify(residual)])  # a structural zero row (no gravity, no spring)
     solver = ca.rootfinder("static_eq", "newton", G, {"abstol": 1e-12, "max_iter": 100, "error_on_fail": False})
     return G, solver

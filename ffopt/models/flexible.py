@@ -329,7 +329,7 @@ class FlexibleModel:
         """(q, v, a) -> the link equations that contain no u (the inverse DAE's dynamics)."""
         rows = self.layout.unactuated_link_rows
         zero_u = ca.SX.zeros(self.layout.n_u)
-        res = self._link_rows_expr(self.q, self.v, self.a, zero_u)[rows]
+        res = self._link_rows_expr(self.q, self.v, self.a, zero_u)[rows] if rows else ca.SX(0, 1)  # [] gives 1x0
         return ca.Function("link_rows", [self.q, self.v, self.a], [res], ["q", "v", "a"], ["res"])
 
     @cached_property

@@ -1,0 +1,86 @@
+"""What the elastic arm does with a torque table: the tool error during the move, the residual after the table and
+the settled cycle time, for tables that are not ffopt plans (the rigid-robot peers of ``ffopt.motion.peers``).
+
+The same protocol as ffopt's verification: the arm starts at rest in its static equilibrium at the path's start,
+the table's torques (linear between rows) with the motor PD on its motor references, then a settle window with
+the PD holding the static motor angles of the final pose and the static torque
+(``ffopt.sim.settle``). The settled cycle time is from the motion's start until the tool stays within the
+tolerance of the path's end point for good (``settled_cycle_time``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ffopt.dae.equilibrium import static_equilibrium
+from ffopt.sim.plant import MotorPD, simulate
+from ffopt.sim.settle import hold_pose, settle_duration, settle_grid
+
+
+@dataclass
+class TableRun:
+    """A table run on the elastic arm: errors in mm (outputs in m: their distance; angles ignored)."""
+
+    move_s: float  # the motion's duration (start to end of the path)
+    max_mm: float  # largest tool error during the table, against the timed path
+    residual_mm: float  # largest distance from the end point in the settle window
+    settled_cycle_s: float | None  # motion start until within the tolerance of the end point for good
+    peak_torque: np.ndarray  # per input, the table's
+
+    def to_dict(self) -> dict:
+        return {"move_s": self.move_s, "max_mm": self.max_mm, "residual_mm": self.residual_mm,
+                "settled_cycle_s": self.settled_cycle_s, "peak_torque_Nm": self.peak_torque.tolist()}
+
+
+def settled_cycle_time(t: np.ndarray, distance_mm: np.ndarray, tol_mm: float, t_start: float,
+                       t_motion_end: float) -> float | None:
+    """From the motion's start t_start until the tool stays within tol_mm of the end point for good: the last
+    time after the motion's end at which the distance exceeds the tolerance (the motion's end if it never does
+    after it), minus t_start; None if it still exceeds it at the last sample."""
+    after = t >= t_motion_end - 1e-12
+    outside = after & (distance_mm > tol_mm)
+    if not outside.any():
+        return float(t_motion_end - t_start)
+    last = int(np.nonzero(outside)[0][-1])
+    if last == len(t) - 1:
+        return None
+    return float(t[last + 1] - t_start)
+
+
+def run_table(problem, t, u, qm, dqm, y_ref, t_start: float, t_motion_end: float, tol_mm: float,
+              kp=None, kd=None, settle_s: float | None = None, rtol: float = 1e-8, end_guess=None) -> TableRun:
+    """Simulate ``problem``'s elastic arm with the table (t from the table's first row; u, qm, dqm per input) and
+    the motor PD (gains kp, kd: the verification's by default), then the settle window; errors against y_ref
+    (outputs on t) and the end point y_ref[-1]. end_guess: link coordinates near the final pose's static
+    equilibrium (default: the planned start's branch; a table that leaves the arm swinging must not pick the
+    hold on another branch)."""
+    from ffopt.sim.plant import input_gains, pd_gains
+
+    model = problem.model
+    settings = problem.verification
+    n_link = model.layout.n_link
+    guess = problem.reference_spec.joint_guess
+    q0 = static_equilibrium(model, y_ref[0], guess)
+    if kp is None:
+        kp, kd = input_gains(model, *pd_gains(model, q0, settings.pd_bandwidth_hz, settings.pd_damping_ratio))
+    sim = simulate(model, t, u, q0, None, pd=MotorPD(kp, kd, qm, dqm), rtol=rtol, atol=rtol * 1e-2)
+    pos = [i for i, unit in enumerate(model.output_units) if unit == "m"]
+    e_move = 1000 * np.linalg.norm(sim.y[:, pos] - y_ref[:, pos], axis=1)
+    q_end = static_equilibrium(model, y_ref[-1], q0[:n_link] if end_guess is None else end_guess,
+                               where="the end of the path")
+    hold = hold_pose(model, q_end)
+    window, _ = settle_duration(model, q_end, *pd_gains(model, q_end, settings.pd_bandwidth_hz,
+                                                        settings.pd_damping_ratio), settle_s)
+    ts = settle_grid(t[-1], window, np.diff(t).min())
+    n = len(ts)
+    after = simulate(model, ts, np.tile(hold.u, (n, 1)), sim.q[-1], sim.v[-1],
+                     pd=MotorPD(kp, kd, np.tile(hold.qm, (n, 1)), np.zeros((n, len(hold.qm)))), rtol=rtol,
+                     atol=rtol * 1e-2)
+    d_table = 1000 * np.linalg.norm(sim.y[:, pos] - y_ref[-1, pos], axis=1)
+    d_settle = 1000 * np.linalg.norm(after.y[:, pos] - y_ref[-1, pos], axis=1)
+    cycle = settled_cycle_time(np.concatenate([t, ts[1:]]), np.concatenate([d_table, d_settle[1:]]), tol_mm,
+                               t_start, t_motion_end)
+    return TableRun(t_motion_end - t_start, float(e_move.max()), float(d_settle.max()), cycle,
+                    np.abs(np.asarray(u)).max(axis=0))

@@ -175,7 +175,7 @@ def test_square_nlp_by_newton_matches_ipopt():
     nlp.info["hessian"] = "limited-memory"
     res = solve_ipopt(nlp, False, 1e-8, SolveMonitor(500, 60.0))
     assert res.success and res.method == "ipopt"
-    u_ipopt = tr.unpack(res.w)["u"].T
+    u_ipopt = tr.unpack(res.w, nlp.scales)["u"].T
     assert np.abs(u_ipopt - traj.u).max() < 1e-6 * np.abs(traj.u).max()
     # a non-square NLP (penalty tracking) still goes to IPOPT, and so does any NLP on request
     traj_pen = _nlp("e1_complete.toml", step=5e-3, tracking="penalty")[3]

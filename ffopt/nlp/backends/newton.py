@@ -29,7 +29,7 @@ import scipy.sparse.linalg
 
 from ffopt.nlp.backends.common import NlpResult, not_started, stop_status
 from ffopt.nlp.monitor import SolveMonitor
-from ffopt.nlp.transcription import NlpProblem
+from ffopt.nlp.problem import NlpProblem
 
 
 def free_variables(problem: NlpProblem) -> np.ndarray | None:

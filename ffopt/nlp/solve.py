@@ -443,6 +443,7 @@ def _zero_report_cached(problem):
     says why)."""
     import ffopt
     from ffopt.analysis.linear import report_from_zeros, zero_dynamics
+    from ffopt.analysis.zero_encoding import decode_zeros, encode_zeros
     from ffopt.cache import on_disk
 
     try:
@@ -451,12 +452,10 @@ def _zero_report_cached(problem):
         key = None
 
     def encode(rep):
-        return {"times": [float(t) for t in rep.times], "cross_check_error": rep.cross_check_error,
-                "zeros": [[[float(z.real), float(z.imag)] for z in zs] for zs in rep.zeros]}
+        return {**encode_zeros(rep.times, rep.zeros), "cross_check_error": rep.cross_check_error}
 
     def decode(saved):
-        zeros = [np.array([complex(re, im) for re, im in zs], complex) for zs in saved["zeros"]]
-        return report_from_zeros(saved["times"], zeros, saved["cross_check_error"])
+        return report_from_zeros(*decode_zeros(saved), saved["cross_check_error"])
 
     try:
         return on_disk("nlpzeros", key, lambda: zero_dynamics(problem.model, problem.reference,

@@ -239,7 +239,7 @@ def bdf_order_choice(problem, report, order: int | None = None):
                         stability_margin(problem, s.step))
 
 
-def _unstable_order(candidate, report, err):
+def _unstable_order(candidate, report, err: SolverError):
     """Was a failed BDF run's order unstable on the zero dynamics at its step? The zeros along the path
     (the auto analysis) and at the failure time; an OrderChoice with a lower order (order None: none
     is stable, e.g. a zero in the right half plane there: only the NLP is left) if so, else None
@@ -248,7 +248,7 @@ def _unstable_order(candidate, report, err):
 
     s = candidate.solver
     times, zeros = (list(report.times), list(report.zeros)) if report is not None else ([], [])
-    t_fail = getattr(err, "failed_time_s", None)
+    t_fail = err.failed_time_s
     if t_fail is not None and 0.0 <= t_fail <= candidate.reference.t_end:
         ref = candidate.reference
         path = path_times(ref, ZERO_DYNAMICS_POINTS)

@@ -446,10 +446,8 @@ def test_auto_runs_the_highest_order_stable_on_the_zeros_and_says_why(monkeypatc
 
 def _failing_at(t_fail):
     """A BDF failure at t_fail the way bdf.solve_bdf raises it (with its failure time)."""
-    err = SolverError(f"BDF-6 Newton iteration did not converge at t = {t_fail} (step 400 of 767, h = 0.001): "
-                      "max |F| = 1e+08. Try a lower order.")
-    err.failed_time_s = t_fail
-    return err
+    return SolverError(f"BDF-6 Newton iteration did not converge at t = {t_fail} (step 400 of 767, h = 0.001): "
+                       "max |F| = 1e+08. Try a lower order.", failed_time_s=t_fail, order=6, step=0.001)
 
 
 @pytest.mark.parametrize("zero_at_failure, expected", [

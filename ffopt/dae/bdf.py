@@ -701,12 +701,9 @@ def _raise_on_failure(result: BdfResult, order: int, h: float) -> None:
     if failed.size == 0:
         return
     i = failed[0]
-    err = SolverError(
+    raise SolverError(
         f"BDF-{order} Newton iteration did not converge at t = {result.t[i]:.6g} "
         f"(step {i} of {len(result.t) - 1}, h = {h:.3g}, {failed.size} failed steps): "
         f"max |F| = {result.residual_norm[i]:.3g}. Try a smaller/larger step h, a lower "
-        "order, a different row scaling power p, or a lower-index formulation."
-    )
-    # where and how it failed, for a caller that asks why (ffopt.auto_method: an unstable order?)
-    err.failed_time_s, err.order, err.step = float(result.t[i]), int(order), float(h)
-    raise err
+        "order, a different row scaling power p, or a lower-index formulation.",
+        failed_time_s=float(result.t[i]), order=int(order), step=float(h))

@@ -132,20 +132,33 @@ class SettleMetrics:
         return d
 
 
-def settle_metrics(model, sim_move, sim_settle, hold: Hold, errors_mm, errors_mrad, tol_mm, tol_mrad,
+@dataclass(frozen=True, eq=False)
+class SettleWindow:
+    """The settle window after the table: its grid ``t``, the path's references on the table's grid (their last
+    rows: the pose to hold), and the model whose outputs (and tolerances ``tol_mm``, ``tol_mrad``) judge it."""
+
+    t: np.ndarray
+    y_ref: np.ndarray
+    tool_ref: np.ndarray | None
+    model: object  # ffopt.models.flexible.FlexibleModel
+    tol_mm: float
+    tol_mrad: float
+
+
+def settle_metrics(window: SettleWindow, sim_move, sim_settle, hold: Hold, errors_mm, errors_mrad,
                    hold_text: str) -> SettleMetrics:
     """Residual, settling time and distance from rest of one case (errors over the settle grid)."""
     t = sim_settle.t
-    outside = errors_mm > tol_mm
+    outside = errors_mm > window.tol_mm
     if errors_mrad is not None:
-        outside |= errors_mrad > tol_mrad
+        outside |= errors_mrad > window.tol_mrad
     if not outside.any():
         settling = 0.0
     elif outside[-1]:
         settling = None
     else:
         settling = float(t[np.nonzero(outside)[0][-1] + 1] - t[0])
-    L = model.layout
+    L = window.model.layout
     motor = list(L.motor_of_input)
     link = [i for i in range(L.n_link)]
     v_end = sim_move.v[-1]

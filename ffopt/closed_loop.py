@@ -270,7 +270,7 @@ def _after_the_table(problem, traj, runs, main, gains, plant, y_ref, tool_ref, p
         return {}, None, {}
     t_settle = settle_grid(traj.t[-1], window, np.diff(traj.t).min())
     n = len(t_settle)
-    tol_mm, tol_mrad, source = tolerances(model, ver)
+    tolerance = tol_mm, tol_mrad, _ = tolerances(model, ver)
     x_hold = np.concatenate([q_end, np.zeros(L.nq)])
     loop = {"none": None, "pd": motor_hold(gains.kp, gains.kd, hold.qm, n) if gains.controller == "pd" else None,
             "pd+state": StateFeedback(np.asarray(gains.K, float), np.tile(x_hold, (n, 1)))}[gains.controller]
@@ -281,7 +281,7 @@ def _after_the_table(problem, traj, runs, main, gains, plant, y_ref, tool_ref, p
                                                    Integration(ver.rtol))
     errors = tool_errors(runs[main].simulation, y_ref, tool_ref, model.output_units)
     end = plan_end_state(model, traj) if np.all(np.isfinite(traj.v[-1])) else None
-    verdict = judge(main, errors, runs[main].error.settle, traj.t, t_settle, tol_mm, tol_mrad, source, end)
+    verdict = judge(main, errors, runs[main].error.settle, traj.t, tolerance, end)
     if plant is not model:  # what the plan cannot know about
         for miss in verdict.misses:
             miss["cause"] = f"the plant differs from the planning model ({plant_label}); or {miss['cause']}"

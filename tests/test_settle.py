@@ -18,7 +18,7 @@ import ffopt
 from ffopt.cli.main import EXIT_MISSED_TOLERANCE, EXIT_OK, main
 from ffopt.io.problem import problem_from_dict
 from ffopt.sim.plant import SimResult
-from ffopt.sim.settle import Hold, SettleWindow, held_eigenvalues, judge, settle_grid
+from ffopt.sim.settle import Hold, SettleWindow, Tolerance, held_eigenvalues, judge, settle_grid
 from ffopt.sim.cases import Integration, motor_hold, settle_case
 
 J_LINK, J_MOTOR, K_GEAR, D_GEAR = 2.0, 0.5, 400.0, 6.0  # kg m^2, kg m^2, N m/rad, N m s/rad
@@ -80,10 +80,10 @@ def test_verdict_names_the_phase_time_and_cause():
     t = np.linspace(0, 1, 11)
     e = np.zeros(11)
     e[4] = 0.3
-    v = judge("feedforward_pd", (e, None), None, t, None, 0.2, 0.1, "test", None)
+    v = judge("feedforward_pd", (e, None), None, t, Tolerance(0.2, 0.1, "test"), None)
     assert v.status == "missed_tolerance" and v.misses[0]["t_s"] == pytest.approx(0.4)
     assert "during the move" in v.line() and "0.3 mm" in v.line()
-    assert judge("feedforward_pd", (0.5 * e, None), None, t, None, 0.2, 0.1, "test", None).status == "verified"
+    assert judge("feedforward_pd", (0.5 * e, None), None, t, Tolerance(0.2, 0.1, "test"), None).status == "verified"
 
 
 @pytest.fixture(scope="module")

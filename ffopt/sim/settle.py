@@ -24,6 +24,7 @@ with the case, the time, the error and the likely cause.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -211,10 +212,19 @@ class Verdict:
                 f"> {m['tolerance']:.3g} {m['unit']}; likely cause: {m['cause']}{more}")
 
 
-def judge(case, errors, settle: SettleMetrics | None, t_move, t_settle, tol_mm, tol_mrad, source: str,
-          end_state: dict | None, planned_mm: float | None = None) -> Verdict:
+class Tolerance(NamedTuple):
+    """The verdict's tolerances on the tool error: position (mm), angle (mrad), and where they come from."""
+
+    mm: float
+    mrad: float
+    source: str
+
+
+def judge(case, errors, settle: SettleMetrics | None, t_move, tolerance: Tolerance, end_state: dict | None,
+          planned_mm: float | None = None) -> Verdict:
     """The verdict on the judged case: its tool error during the move (errors: (mm, mrad or None) on the
-    plan's grid) and in the settle window."""
+    plan's grid t_move) and in the settle window."""
+    tol_mm, tol_mrad, source = tolerance
     misses = []
     e_mm, e_mrad = errors
     for err, tol, unit in ((e_mm, tol_mm, "mm"), (e_mrad, tol_mrad, "mrad")):

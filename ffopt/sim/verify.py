@@ -54,7 +54,7 @@ from ffopt.sim.cases import (Case, CaseError, Integration, case_error, motor_hol
                              settle_case, simulate_cases, tool_errors)  # imported from here by studies and tests)
 from ffopt.progress import heartbeat
 from ffopt.sim.plant import MotorPD, SimResult, compiled_plant, input_gains, pd_gains, plant_needs_compiling
-from ffopt.sim.settle import (JUDGED_CASE, Hold, SettleWindow, Verdict, default_tolerances, held_eigenvalues, hold_pose, judge,
+from ffopt.sim.settle import (JUDGED_CASE, Hold, SettleWindow, Tolerance, Verdict, default_tolerances, held_eigenvalues, hold_pose, judge,
                               plan_end_state, settle_duration, settle_grid)
 
 CASE_SETS = ("default", "full")
@@ -211,7 +211,7 @@ def verify(model: FlexibleModel, reference, traj, settings: VerificationSettings
                                           "hold_input": plan_hold.u.tolist(),
                                           "hold_motor_angles_rad": plan_hold.qm.tolist(),
                                           "grid_step_s": float(t_settle[1] - t_settle[0])}
-    verdict = judge(JUDGED_CASE, judged_errors, cases[JUDGED_CASE].settle, t, t_settle, tol_mm, tol_mrad, tol_source,
+    verdict = judge(JUDGED_CASE, judged_errors, cases[JUDGED_CASE].settle, t, Tolerance(tol_mm, tol_mrad, tol_source),
                     end_state, traj.stats.get("planned_tool_error_max_mm"))
     refined = None
     if getattr(model, "links", None):  # flexible links: the plan also on more assumed modes (ffopt.sim.refined)
@@ -242,13 +242,13 @@ def _open_loop_growth(model, q_end) -> float:
     return float(np.real(held_eigenvalues(model, q_end, zero, zero)).max())
 
 
-def tolerances(model, settings) -> tuple[float, float, str]:
+def tolerances(model, settings) -> Tolerance:
     """(tolerance_mm, tolerance_mrad, where they come from): [verification]'s, else the defaults."""
     mm, mrad = default_tolerances(model)
     source = ("verification.tolerance_mm" if settings.tolerance_mm is not None
               else "default: 1e-4 of the arm's reach")
-    return (settings.tolerance_mm if settings.tolerance_mm is not None else mm,
-            settings.tolerance_mrad if settings.tolerance_mrad is not None else mrad, source)
+    return Tolerance(settings.tolerance_mm if settings.tolerance_mm is not None else mm,
+                     settings.tolerance_mrad if settings.tolerance_mrad is not None else mrad, source)
 
 
 def _motor_accelerations(model, traj, hold):

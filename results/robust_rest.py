@@ -80,10 +80,10 @@ def gramian_rows(plant, q_rest, gains) -> np.ndarray:
     critically damped PD)."""
     from scipy.linalg import solve_continuous_lyapunov
 
-    from ffopt.analysis.linear import _boundary_condition, linearize
+    from ffopt.analysis.linear import boundary_condition, linearize
 
     lin = linearize(plant, np.asarray(q_rest, float))
-    M, D, K = _boundary_condition(plant, lin, "pd", (np.asarray(gains.kp, float), np.asarray(gains.kd, float)))
+    M, D, K = boundary_condition(plant, lin, "pd", (np.asarray(gains.kp, float), np.asarray(gains.kd, float)))
     n = M.shape[0]
     A = np.block([[np.zeros((n, n)), np.eye(n)], [-np.linalg.solve(M, K), -np.linalg.solve(M, D)]])
     C = 1000.0 * np.hstack([lin.Cq, np.zeros_like(lin.Cq)])

@@ -22,7 +22,7 @@ def static_equilibrium(model: FlexibleModel, y_target: np.ndarray, qa_guess: np.
     one (or where it does not converge and the guess is not given) from the starts of
     ``ffopt.models.chain.configuration_starts``, the first that converges."""
     L = model.layout
-    G, solver = per_model(model, "static_equilibrium", lambda: _static_solver(model))
+    G, solver = per_model(model, "static_equilibrium", lambda: static_solver(model))
     y_target = np.asarray(y_target, float).ravel()
     starts = [qa_guess] if qa_guess is not None else [q for _, q in configuration_starts(model.chain)]
     for start in starts:
@@ -31,7 +31,7 @@ def static_equilibrium(model: FlexibleModel, y_target: np.ndarray, qa_guess: np.
         qa0[: g.size] = g[: L.n_link]
         q0 = np.array(solver(np.concatenate([qa0, qa0[list(L.gear)]]), y_target)).ravel()
         resid = np.abs(np.array(G(q0, y_target))).max()
-        if np.all(np.isfinite(q0)) and resid <= 1e-8 * _torque_scale(model):
+        if np.all(np.isfinite(q0)) and resid <= 1e-8 * static_torque_scale(model):
             return q0
     raise PathError(
         f"no static equilibrium with the tool at {np.round(1000 * y_target, 3).tolist()} mm at "
@@ -40,14 +40,14 @@ def static_equilibrium(model: FlexibleModel, y_target: np.ndarray, qa_guess: np.
         "workspace; check reference.start_mm and give reference.joint_guess near the intended configuration")
 
 
-def _torque_scale(model: FlexibleModel) -> float:
+def static_torque_scale(model: FlexibleModel) -> float:
     """Residual scale of the link rows (N m): Newton stops on a step of ~1e-12 rad, which leaves a
     torque residual of stiffness x 1e-12 (2.4e-8 N m on the Manutec r3's 3.5e5 N m/rad gears)."""
     k = [j.stiffness for j in model.chain.joints] + [abs(g.stiffness).max() for g in model.chain.spring_groups]
     return max(1.0, 1e-4 * max(k))
 
 
-def _static_solver(model: FlexibleModel):
+def static_solver(model: FlexibleModel):
     """(G, Newton solver) for G(q, y) = [link rows at rest; output(qa) - y], built once per model."""
     L = model.layout
     q, y = model.q, ca.SX.sym("y", model.output.size1_out(0))

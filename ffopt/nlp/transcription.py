@@ -24,7 +24,7 @@ Variables and rows are scaled: x = s_x * x_scaled (nominal values from the initi
 u = s_u * u_scaled, and each equation row is divided by its largest Jacobian entry at the
 initial guess (one factor per equation, shared by all collocation points).
 
-Derivatives: ``G_jacobian`` and ``StructuredDerivatives`` assemble g, the Jacobian of g, f, its gradient
+Derivatives: ``KernelAssembly`` and ``StructuredDerivatives`` assemble g, the Jacobian of g, f, its gradient
 and the Hessian of the Lagrangian from small kernels: one interval's SX residual and derivatives (K
 evaluations), one collocation point's output error (penalty and band rows), and the constant quadratic
 objective and linear rows computed once. The kernels are compiled C (``ffopt.nlp.compiled``, cached on

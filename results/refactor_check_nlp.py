@@ -8,8 +8,9 @@
 Make the reference on the commit before the refactoring (into a folder outside the repository), then run
 ``check`` on the refactored tree. Cases: every problem in problems/ with its own method and --no-verify; the
 NLP problems also with --method nlp on each NLP backend that is installed (the structured-derivative
-backends, nlpsol and the stage-ordered fatrop NLP); E1 with the replication's BDF variants; a few problems
-with the default verification on, whose verification numbers are compared too.
+backends, nlpsol and the stage-ordered fatrop NLP; IPOPT's C interface and the Pyomo model for two); E1 with
+the replication's BDF variants; a few problems with the default verification on, whose verification numbers
+are compared too.
 
 Compared: every array of trajectory.npz (same names, dtypes, shapes and bits; NaN equal to NaN) and, where
 verified, summary.json's verification numbers (the tool errors of every case, the verdict). A case that
@@ -46,6 +47,10 @@ def cases() -> list[tuple[str, str, list[str]]]:
         for backend in ("casadi", "cyipopt", "fatrop"):
             out.append((f"{name}_nlp_{backend}", f"{name}.toml",
                         ["--no-verify", "--method", "nlp", "--backend", backend]))
+    for name in ("e12_torque_bounded", "e1_nmp"):  # IPOPT's C interface; the Pyomo model on a coarse grid (slow set-up)
+        out.append((f"{name}_nlp_ipopt-c", f"{name}.toml", ["--no-verify", "--method", "nlp", "--backend", "ipopt-c"]))
+        out.append((f"{name}_nlp_pyomo", f"{name}.toml",
+                    ["--no-verify", "--method", "nlp", "--backend", "pyomo", "--step", "0.005"]))
     out.append(("e12_line_nlp", "e12_line.toml", ["--no-verify", "--method", "nlp"]))
     out.append(("e12_line_nlp_bdf_warm", "e12_line.toml", ["--no-verify", "--method", "nlp", "--warm-start", "bdf"]))
     out.append(("e12_line_auto", "e12_line.toml", ["--no-verify", "--method", "auto"]))

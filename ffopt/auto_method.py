@@ -92,7 +92,7 @@ def solve_auto(problem, solve, say=lambda msg: None):
     Returns (the problem with the method that succeeded, its Trajectory, the method_choice dict).
     Raises SolverError listing every attempt if all of them fail.
     """
-    analysis, minimum_phase, report = _analyse_report(problem)
+    analysis, minimum_phase, report = analyse_report(problem)
     stability = None
     if minimum_phase is not False and report is not None:  # BDF will run: at a stable order and step
         stability = bdf_order_choice(problem, report)
@@ -146,7 +146,7 @@ def stability_margin(problem, step: float) -> float:
 
 def _analyse(problem) -> tuple[dict, bool | None]:
     """Zero dynamics along the path -> (summary for summary.json, minimum phase or None if unknown)."""
-    info, verdict, _ = _analyse_report(problem)
+    info, verdict, _ = analyse_report(problem)
     return info, verdict
 
 
@@ -158,42 +158,33 @@ class _SavedZeros:
     zeros: list
 
 
-_ANALYSIS_CACHE_VERSION = 1  # bump when what _analyse_report computes changes
+_ANALYSIS_CACHE_VERSION = 1  # bump when what analyse_report computes changes
 
 
-def _analysis_cache_path(problem):
-    """Where the zero analysis of ``problem`` is kept ($FFOPT_CACHE_DIR, beside the compiled code): a hash of the
-    problem as written (model, path, solver), the analysis settings and the ffopt version."""
-    import hashlib
+def analysis_cache_key(problem) -> str:
+    """What the zero analysis of ``problem`` depends on: the problem as written (model, path, solver), the
+    analysis settings and the ffopt version (the key of its ``ffopt.cache.on_disk`` file)."""
 
-    from ffopt.codegen import cache_dir
-
-    text = f"{__version__}\n{_ANALYSIS_CACHE_VERSION}\n{ZERO_DYNAMICS_POINTS}\n{UNSTABLE_RTOL}\n{problem.to_toml()}"
-    return cache_dir() / f"zeros_{hashlib.sha256(text.encode()).hexdigest()[:32]}.json"
+    return f"{__version__}\n{_ANALYSIS_CACHE_VERSION}\n{ZERO_DYNAMICS_POINTS}\n{UNSTABLE_RTOL}\n{problem.to_toml()}"
 
 
-def _analyse_report(problem):
+def analyse_report(problem):
     """``_analyse`` and the zeros along the path (None if the analysis failed). The analysis (0.1-0.4 s on a
-    6-axis arm, with SciPy's import) is kept on disk: a second plan of the same problem reads it."""
-    import json
+    6-axis arm, with SciPy's import) is kept on disk (``ffopt.cache.on_disk``, a failed one is not): a second
+    plan of the same problem reads it (info["cached"] True)."""
+    from ffopt.analysis.zero_encoding import decode_zeros, encode_zeros
+    from ffopt.cache import on_disk
 
-    try:
-        path = _analysis_cache_path(problem)
-        saved = json.loads(path.read_text())
-        zeros = [np.array([complex(*z) for z in zs], complex) for zs in saved["zeros"]]
-        return {**saved["info"], "cached": True}, saved["minimum_phase"], _SavedZeros(saved["times"], zeros)
-    except (OSError, ValueError, KeyError, TypeError):
-        pass
-    info, verdict, report = _analyse_fresh(problem)
-    if report is not None:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps({"info": info, "minimum_phase": verdict, "times": [float(t) for t in report.times],
-                                        "zeros": [[[float(z.real), float(z.imag)] for z in np.asarray(zs, complex)]
-                                                  for zs in report.zeros]}))
-        except (OSError, TypeError, ValueError):  # a read-only cache, or info not JSON: analyse again next time
-            pass
-    return info, verdict, report
+    def encode(result):
+        info, verdict, report = result
+        if report is None:
+            return None
+        return {"info": info, "minimum_phase": verdict, **encode_zeros(report.times, report.zeros)}
+
+    def decode(saved):
+        return {**saved["info"], "cached": True}, saved["minimum_phase"], _SavedZeros(*decode_zeros(saved))
+
+    return on_disk("zeros", analysis_cache_key(problem), lambda: _analyse_fresh(problem), encode, decode)
 
 
 def _analyse_fresh(problem):
@@ -248,7 +239,7 @@ def bdf_order_choice(problem, report, order: int | None = None):
                         stability_margin(problem, s.step))
 
 
-def _unstable_order(candidate, report, err):
+def _unstable_order(candidate, report, err: SolverError):
     """Was a failed BDF run's order unstable on the zero dynamics at its step? The zeros along the path
     (the auto analysis) and at the failure time; an OrderChoice with a lower order (order None: none
     is stable, e.g. a zero in the right half plane there: only the NLP is left) if so, else None
@@ -257,7 +248,7 @@ def _unstable_order(candidate, report, err):
 
     s = candidate.solver
     times, zeros = (list(report.times), list(report.zeros)) if report is not None else ([], [])
-    t_fail = getattr(err, "failed_time_s", None)
+    t_fail = err.failed_time_s
     if t_fail is not None and 0.0 <= t_fail <= candidate.reference.t_end:
         ref = candidate.reference
         path = path_times(ref, ZERO_DYNAMICS_POINTS)

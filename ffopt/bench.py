@@ -61,15 +61,15 @@ REFERENCE_STEP = 1e-3 / 16  # divides every benchmark step
 @contextmanager
 def _cold_cache():
     """An empty in-memory and on-disk BDF cache for the duration (forces code generation)."""
-    saved_memory, saved_env = bdf._MEMORY_CACHE.copy(), os.environ.get("FFOPT_CACHE_DIR")
+    saved_memory, saved_env = bdf.MEMORY_CACHE.copy(), os.environ.get("FFOPT_CACHE_DIR")
     with tempfile.TemporaryDirectory(prefix="ffopt_bench_") as tmp:
-        bdf._MEMORY_CACHE.clear()
+        bdf.MEMORY_CACHE.clear()
         os.environ["FFOPT_CACHE_DIR"] = tmp
         try:
             yield
         finally:
-            bdf._MEMORY_CACHE.clear()
-            bdf._MEMORY_CACHE.update(saved_memory)
+            bdf.MEMORY_CACHE.clear()
+            bdf.MEMORY_CACHE.update(saved_memory)
             if saved_env is None:
                 os.environ.pop("FFOPT_CACHE_DIR", None)
             else:
@@ -102,7 +102,7 @@ def _bdf_row(p, order, h, form, repeats, quick, u_ref):
     if not quick:
         with _cold_cache():
             build_c = run().stats["time_build_s"]
-    bdf._MEMORY_CACHE.clear()
+    bdf.MEMORY_CACHE.clear()
     build_vm = run(compile=False).stats["time_build_s"]
     run()  # load (or compile) outside the timed runs
     tr, total, solve_c = _timed(run, repeats)
@@ -614,13 +614,13 @@ def _newton_by_superlu(active: bool):
     """Newton's step by SuperLU instead of stage-wise block substitution (the path before it), for a row."""
     from ffopt.nlp.backends import newton
 
-    saved = newton._stage_solver
+    saved = newton.stage_solver
     if active:
-        newton._stage_solver = lambda problem, free: None
+        newton.stage_solver = lambda problem, free: None
     try:
         yield
     finally:
-        newton._stage_solver = saved
+        newton.stage_solver = saved
 
 
 def _cpu_with_children() -> float:

@@ -44,26 +44,34 @@ def clear() -> None:
     _ENTRIES.clear()
 
 
-def on_disk(prefix: str, key: str | None, compute, encode=lambda value: value, decode=lambda data: data):
-    """``compute()`` kept on disk beside the compiled code (``ffopt.codegen.cache_dir``) as
-    ``<prefix>_<sha256(key)>.json``: ``decode`` of the file if it is there and reads, else ``compute()``, its
-    ``encode`` written atomically (a read-only cache: not written). ``key``: everything the result depends on, the
-    ffopt version included (None: no file, computed every time)."""
+def on_disk_path(prefix: str, key: str):
+    """The file ``on_disk`` keeps the result of (prefix, key) in."""
     from ffopt.codegen import cache_dir
 
+    return cache_dir() / f"{prefix}_{hashlib.sha256(key.encode()).hexdigest()[:32]}.json"
+
+
+def on_disk(prefix: str, key: str | None, compute, encode=lambda value: value, decode=lambda data: data):
+    """``compute()`` kept on disk beside the compiled code (``ffopt.codegen.cache_dir``) as
+    ``<prefix>_<sha256(key)>.json`` (``on_disk_path``): ``decode`` of the file if it is there and reads, else
+    ``compute()``, its ``encode`` written atomically (a read-only cache, or ``encode`` None for a result not
+    worth keeping, e.g. a failure: not written). ``key``: everything the result depends on, the ffopt version
+    included (None: no file, computed every time)."""
     if key is None:
         return compute()
-    path = cache_dir() / f"{prefix}_{hashlib.sha256(key.encode()).hexdigest()[:32]}.json"
+    path = on_disk_path(prefix, key)
     try:
         return decode(json.loads(path.read_text()))
     except (OSError, ValueError, KeyError, TypeError):  # not there, or written by an older layout
         pass
     value = compute()
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(encode(value)))
-        tmp.replace(path)
-    except OSError:
+        data = encode(value)
+        if data is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(data))
+            tmp.replace(path)
+    except (OSError, TypeError, ValueError):  # read-only, or not JSON: computed again next time
         pass
     return value

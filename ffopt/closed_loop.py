@@ -269,8 +269,8 @@ def _after_the_table(problem, traj, runs, main, gains, plant, y_ref, tool_ref, p
     verdict on the main case. Returns (settle info, Verdict, settle simulations)."""
     from ffopt.models.equilibrium import static_equilibrium
     from ffopt.sim.plant import StateFeedback, pd_gains
-    from ffopt.sim.settle import hold_pose, judge, plan_end_state, settle_duration, settle_grid
-    from ffopt.sim.cases import motor_hold, settle_case, tool_errors
+    from ffopt.sim.settle import SettleWindow, hold_pose, judge, plan_end_state, settle_duration, settle_grid
+    from ffopt.sim.cases import Integration, motor_hold, settle_case, tool_errors
     from ffopt.sim.verify import tolerances
 
     model, ver = problem.model, problem.verification
@@ -283,17 +283,18 @@ def _after_the_table(problem, traj, runs, main, gains, plant, y_ref, tool_ref, p
         return {}, None, {}
     t_settle = settle_grid(traj.t[-1], window, np.diff(traj.t).min())
     n = len(t_settle)
-    tol_mm, tol_mrad, source = tolerances(model, ver)
+    tolerance = tol_mm, tol_mrad, _ = tolerances(model, ver)
     x_hold = np.concatenate([q_end, np.zeros(L.nq)])
     loop = {"none": None, "pd": motor_hold(gains.kp, gains.kd, hold.qm, n) if gains.controller == "pd" else None,
             "pd+state": StateFeedback(np.asarray(gains.K, float), np.tile(x_hold, (n, 1)))}[gains.controller]
     sims = {}
     for name, run in runs.items():
-        sims[name], run.error.settle = settle_case(name, plant, run.simulation, hold, loop, t_settle, y_ref, tool_ref,
-                                                   model, tol_mm, tol_mrad, ver.rtol)
+        sims[name], run.error.settle = settle_case(name, plant, run.simulation, hold, loop,
+                                                   SettleWindow(t_settle, y_ref, tool_ref, model, tol_mm, tol_mrad),
+                                                   Integration(ver.rtol))
     errors = tool_errors(runs[main].simulation, y_ref, tool_ref, model.output_units)
     end = plan_end_state(model, traj) if np.all(np.isfinite(traj.v[-1])) else None
-    verdict = judge(main, errors, runs[main].error.settle, traj.t, t_settle, tol_mm, tol_mrad, source, end)
+    verdict = judge(main, errors, runs[main].error.settle, traj.t, tolerance, end)
     if plant is not model:  # what the plan cannot know about
         for miss in verdict.misses:
             miss["cause"] = f"the plant differs from the planning model ({plant_label}); or {miss['cause']}"

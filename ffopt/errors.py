@@ -16,7 +16,16 @@ class PathError(FfoptError):
 
 
 class SolverError(FfoptError):
-    """A numerical solver failed. The message gives the status, where, and what to try."""
+    """A numerical solver failed. The message gives the status, where, and what to try.
+
+    Where a time-stepping solver failed, for a caller that asks why (method auto: an unstable BDF order?):
+    ``failed_time_s`` the time of the first failed step, ``order`` and ``step`` the BDF order and step size
+    (None where not known)."""
+
+    def __init__(self, *args, failed_time_s: float | None = None, order: int | None = None,
+                 step: float | None = None):
+        super().__init__(*args)
+        self.failed_time_s, self.order, self.step = failed_time_s, order, step
 
 
 class VerificationError(FfoptError):

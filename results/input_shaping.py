@@ -48,9 +48,9 @@ import ffopt  # noqa: E402
 from ffopt.control import design, from_trajectory, rigid_model, run_closed_loop  # noqa: E402
 from ffopt.models.equilibrium import static_equilibrium  # noqa: E402
 from ffopt.sim.plant import pd_gains  # noqa: E402
-from ffopt.sim.settle import Hold, default_tolerances, hold_pose, settle_duration, settle_grid  # noqa: E402
+from ffopt.sim.settle import Hold, SettleWindow, default_tolerances, hold_pose, settle_duration, settle_grid  # noqa: E402
 from ffopt.sim.shaping import insensitivity_band, lowest_modes, shape_reference, shaper, zv, zvd  # noqa: E402
-from ffopt.sim.verify import motor_hold, rest_state, settle_case, tool_errors  # noqa: E402
+from ffopt.sim.cases import Integration, motor_hold, rest_state, settle_case, tool_errors  # noqa: E402
 
 METHODS = ("rigid", "ZV", "ZVD", "ZVD2", "exact", "r2r", "r2r@ZVD", "robust")
 PLANS = ("exact", "r2r", "r2r@ZVD", "robust")  # ffopt's plans (the others: rigid-model feedforward)
@@ -155,8 +155,9 @@ def run(arm: Arm, method: str, ff, ref, plant, nominal: bool) -> dict:
         qm, _ = ff.motor_reference(m)
         hold = Hold(ff.u[-1], qm[-1])
     loop = motor_hold(arm.gains.kp, arm.gains.kd, hold.qm, n)
-    sim, metrics = settle_case(method, plant, r.simulation, hold, loop, t_settle, y_ref, tool_ref, m,
-                               arm.tol_mm, arm.tol_mrad, ref_rtol(arm))
+    sim, metrics = settle_case(method, plant, r.simulation, hold, loop,
+                               SettleWindow(t_settle, y_ref, tool_ref, m, arm.tol_mm, arm.tol_mrad),
+                               Integration(ref_rtol(arm)))
     # the oscillation: the tool point's largest distance from a straight line in time fitted per coordinate
     # over the window (takes out the static offset and the slow creep friction leaves: Manutec r3)
     tt = sim.t - sim.t[0]

@@ -60,15 +60,15 @@ class _MismatchRows:
     def __call__(self, traj) -> np.ndarray:
         from ffopt.control import from_trajectory
         from ffopt.control.laws import feedback_loop
-        from ffopt.sim.verify import rest_state, run_case
+        from ffopt.sim.cases import Case, Integration, run_case
 
         m = self.loop.model
         ff = from_trajectory(m, traj.t, traj.u, traj.q, traj.v)
         loop = feedback_loop(self.loop.gains, m, ff)
         rows = []
         for k, plant in self.plants.items():
-            sim = run_case(k, plant, ff.t, ff.u, rest_state(plant, ff.u[0], loop, self.loop.q0), loop, ff.hold,
-                           self.rtol)
+            case = Case(plant, ff.u, loop, None, ff.hold).at_rest(self.loop.q0)
+            sim = run_case(k, case, ff.t, Integration(self.rtol))
             e = np.concatenate([sim.q[-1] - self.rest[k], sim.v[-1]])
             rows.append(self.R[k] @ e)
         return np.concatenate(rows)
@@ -80,10 +80,10 @@ def gramian_rows(plant, q_rest, gains) -> np.ndarray:
     critically damped PD)."""
     from scipy.linalg import solve_continuous_lyapunov
 
-    from ffopt.analysis.linear import _boundary_condition, linearize
+    from ffopt.analysis.linear import boundary_condition, linearize
 
     lin = linearize(plant, np.asarray(q_rest, float))
-    M, D, K = _boundary_condition(plant, lin, "pd", (np.asarray(gains.kp, float), np.asarray(gains.kd, float)))
+    M, D, K = boundary_condition(plant, lin, "pd", (np.asarray(gains.kp, float), np.asarray(gains.kd, float)))
     n = M.shape[0]
     A = np.block([[np.zeros((n, n)), np.eye(n)], [-np.linalg.solve(M, K), -np.linalg.solve(M, D)]])
     C = 1000.0 * np.hstack([lin.Cq, np.zeros_like(lin.Cq)])

@@ -447,10 +447,8 @@ def test_auto_runs_the_highest_order_stable_on_the_zeros_and_says_why(monkeypatc
 
 def _failing_at(t_fail):
     """A BDF failure at t_fail the way bdf.solve_bdf raises it (with its failure time)."""
-    err = SolverError(f"BDF-6 Newton iteration did not converge at t = {t_fail} (step 400 of 767, h = 0.001): "
-                      "max |F| = 1e+08. Try a lower order.")
-    err.failed_time_s = t_fail
-    return err
+    return SolverError(f"BDF-6 Newton iteration did not converge at t = {t_fail} (step 400 of 767, h = 0.001): "
+                       "max |F| = 1e+08. Try a lower order.", failed_time_s=t_fail, order=6, step=0.001)
 
 
 @pytest.mark.parametrize("zero_at_failure, expected", [
@@ -499,10 +497,10 @@ def test_panda_with_a_stiff_passive_joint_gets_its_bdf_order_from_the_zeros():
     BDF-3 from the analysis (before this choice it tried BDF-6 in four forms, each compiled: 19 minutes).
     Independent check: the roots of BDF-k's characteristic polynomial at h z, from the coefficients written
     out here (Brenan, Campbell & Petzold), not from ffopt."""
-    from ffopt.auto_method import _analyse_report, bdf_order_choice
+    from ffopt.auto_method import analyse_report, bdf_order_choice
 
     problem = ffopt.load_problem(ROOT / "problems" / "panda_passive_joint.toml")
-    info, minimum_phase, report = _analyse_report(problem)
+    info, minimum_phase, report = analyse_report(problem)
     assert minimum_phase
     z = complex(*info["worst_zero"])
     assert abs(z - complex(-193.5, 1958.0)) < 0.01 * abs(z)  # regression value measured on 2026-11-27
@@ -524,14 +522,14 @@ def test_the_zero_analysis_is_kept_on_disk_and_read_back_equal(monkeypatch, tmp_
 
     monkeypatch.setenv("FFOPT_CACHE_DIR", str(tmp_path))
     problem = problem_from_dict(_two_link_elastic_arm())
-    info, verdict, report = auto_method._analyse_report(problem)
+    info, verdict, report = auto_method.analyse_report(problem)
     calls = []
     real = linear.zero_dynamics
     monkeypatch.setattr(linear, "zero_dynamics", lambda *a, **k: calls.append(1) or real(*a, **k))
-    info2, verdict2, report2 = auto_method._analyse_report(problem)
+    info2, verdict2, report2 = auto_method.analyse_report(problem)
     assert calls == [] and info2["cached"] and verdict2 == verdict and info2["worst_zero"] == info["worst_zero"]
     assert np.array_equal(report2.times, report.times)
     assert all(np.array_equal(a, b) for a, b in zip(report2.zeros, report.zeros))
     assert auto_method.bdf_order_choice(problem, report2).order == auto_method.bdf_order_choice(problem, report).order
-    auto_method._analyse_report(problem.with_values({"reference.duration": 0.9}))
+    auto_method.analyse_report(problem.with_values({"reference.duration": 0.9}))
     assert calls == [1]

@@ -164,8 +164,8 @@ def _count_calls(monkeypatch, name):
 def test_compiled_code_matches_the_virtual_machine_and_the_disk_cache_is_reused(tmp_path, monkeypatch):
     c_compiler_or_skip()
     F, exact = PROBLEMS["index3_nonlinear"]
-    monkeypatch.setattr(bdf, "_MEMORY_CACHE", type(bdf._MEMORY_CACHE)())
-    compiles, builds = _count_calls(monkeypatch, "_compile_to"), _count_calls(monkeypatch, "_build_functions")
+    monkeypatch.setattr(bdf, "MEMORY_CACHE", type(bdf.MEMORY_CACHE)())
+    compiles, builds = _count_calls(monkeypatch, "_compile_to"), _count_calls(monkeypatch, "build_bdf_functions")
     vm = solve_bdf(F, exact(0.0), 0.0, 0.01, 150, 5, compile=False)
     assert not vm.compiled and (len(builds), len(compiles)) == (1, 0)
     first = _compiled_solve(F, exact(0.0), 0.0, 0.01, 150, 5, cache_dir=tmp_path)
@@ -178,7 +178,7 @@ def test_compiled_code_matches_the_virtual_machine_and_the_disk_cache_is_reused(
     assert np.array_equal(first.newton_iterations, vm.newton_iterations)
     (so,) = tmp_path.glob("bdf_*.so")
     stamp = os.stat(so).st_mtime_ns
-    bdf._MEMORY_CACHE.clear()  # as in a new process: only the disk cache is left
+    bdf.MEMORY_CACHE.clear()  # as in a new process: only the disk cache is left
     # a different h and number of steps are run-time inputs: same library, loaded from disk, neither
     # built symbolically nor compiled again
     again = _compiled_solve(F, exact(0.0), 0.0, 0.02, 40, 5, cache_dir=tmp_path)
@@ -195,14 +195,14 @@ def test_a_failed_compile_fails_the_compiled_tests_instead_of_skipping_them(tmp_
     compiled tests use (_compiled_solve) turns that into an error, not a skip."""
     c_compiler_or_skip()
     F, exact = PROBLEMS["index3_nonlinear"]
-    monkeypatch.setattr(bdf, "_MEMORY_CACHE", type(bdf._MEMORY_CACHE)())
+    monkeypatch.setattr(bdf, "MEMORY_CACHE", type(bdf.MEMORY_CACHE)())
     driver_source = bdf._driver_source
     monkeypatch.setattr(bdf, "_driver_source", lambda step: driver_source(step) + "\nthis is not C (;\n")
     with pytest.raises(RuntimeWarning, match=r"compiling the BDF step failed .*error"):
         _compiled_solve(F, exact(0.0), 0.0, 0.01, 20, 5, cache_dir=tmp_path)
     assert not list(tmp_path.glob("*.so"))
     # without warnings as errors the same failure only warns, and the solve runs in the VM
-    bdf._MEMORY_CACHE.clear()
+    bdf.MEMORY_CACHE.clear()
     monkeypatch.setenv("FFOPT_COMPILE", "quick")
     with pytest.warns(RuntimeWarning, match="using CasADi's virtual machine"):
         fallback = solve_bdf(F, exact(0.0), 0.0, 0.01, 20, 5, compile=True, cache_dir=tmp_path)
@@ -268,7 +268,7 @@ def test_a_step_whose_newton_matrix_turns_singular_is_named_in_both_engines(comp
     if compile:
         c_compiler_or_skip()
         monkeypatch.setenv("FFOPT_COMPILE", "quick")  # compiled before the solve (tiered: the VM first)
-    monkeypatch.setattr(bdf, "_MEMORY_CACHE", type(bdf._MEMORY_CACHE)())
+    monkeypatch.setattr(bdf, "MEMORY_CACHE", type(bdf.MEMORY_CACHE)())
     # t = 0.3 is step 30 of 50 at h = 0.01; steps 30..50 fail: 21 (from the definition of F)
     with warnings.catch_warnings(), pytest.raises(SolverError, match=r"at t = 0\.3 \(step 30 of 50, h = 0\.01, "
                                                                        r"21 failed steps\)"):
@@ -325,7 +325,7 @@ def test_one_background_build_at_a_time_and_a_skipped_one_is_resumed(tmp_path, m
     monkeypatch.delenv("FFOPT_COMPILE", raising=False)
 
     def level():
-        monkeypatch.setattr(bdf, "_MEMORY_CACHE", type(bdf._MEMORY_CACHE)())  # a new process
+        monkeypatch.setattr(bdf, "MEMORY_CACHE", type(bdf.MEMORY_CACHE)())  # a new process
         return ffopt.plan(ffopt.load_problem(path), verify=False, method="bdf").trajectory.stats["compile_level"]
 
     other = tmp_path / "bdf_someone_else.building"
@@ -353,7 +353,7 @@ def test_a_failed_background_build_is_reported_at_the_next_solve(tmp_path, monke
     c_compiler_or_skip()
     F, exact = PROBLEMS["index3_nonlinear"]
     monkeypatch.delenv("FFOPT_COMPILE", raising=False)
-    monkeypatch.setattr(bdf, "_MEMORY_CACHE", type(bdf._MEMORY_CACHE)())
+    monkeypatch.setattr(bdf, "MEMORY_CACHE", type(bdf.MEMORY_CACHE)())
     driver_source = bdf._driver_source
     monkeypatch.setattr(bdf, "_driver_source", lambda step: driver_source(step) + "\nthis is not C (;\n")
     with warnings.catch_warnings():
@@ -366,7 +366,7 @@ def test_a_failed_background_build_is_reported_at_the_next_solve(tmp_path, monke
     with pytest.warns(RuntimeWarning, match=r"compiling the BDF step failed \(.*error.*\); using CasADi's virtual"):
         again = solve_bdf(F, exact(0.0), 0.0, 0.01, 20, 5, compile=True, cache_dir=tmp_path)
     assert not again.compiled and not list(tmp_path.glob("*.building"))
-    bdf._MEMORY_CACHE.clear()  # a new process: warned again, no new build
+    bdf.MEMORY_CACHE.clear()  # a new process: warned again, no new build
     with pytest.warns(RuntimeWarning, match="compiling the BDF step failed"):
         solve_bdf(F, exact(0.0), 0.0, 0.01, 20, 5, compile=True, cache_dir=tmp_path)
     assert not list(tmp_path.glob("*.building"))
@@ -385,7 +385,7 @@ def test_tiered_compilation_runs_in_the_vm_first_and_uses_the_background_O2_buil
     c_compiler_or_skip()
     path = Path(__file__).resolve().parents[1] / "problems" / "two_link_elastic.toml"
     monkeypatch.setenv("FFOPT_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(bdf, "_MEMORY_CACHE", type(bdf._MEMORY_CACHE)())
+    monkeypatch.setattr(bdf, "MEMORY_CACHE", type(bdf.MEMORY_CACHE)())
 
     def solve():
         r = ffopt.plan(ffopt.load_problem(path), verify=False, method="bdf")
@@ -401,7 +401,7 @@ def test_tiered_compilation_runs_in_the_vm_first_and_uses_the_background_O2_buil
     assert np.abs(u2 - u0).max() <= 1e-9 * np.abs(u0).max()  # the VM and -O2: the same arithmetic up to rounding
 
     for mode, want in (("sync", "O2"), ("quick", "O0")):
-        monkeypatch.setattr(bdf, "_MEMORY_CACHE", type(bdf._MEMORY_CACHE)())
+        monkeypatch.setattr(bdf, "MEMORY_CACHE", type(bdf.MEMORY_CACHE)())
         monkeypatch.setenv("FFOPT_COMPILE", mode)
         monkeypatch.setenv("FFOPT_CACHE_DIR", str(tmp_path / mode))
         assert solve()[1] == want

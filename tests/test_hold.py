@@ -112,15 +112,15 @@ def test_nlp_plans_a_torque_that_is_exactly_held_on_the_control_grid(hold):
     assert s.tracking == "penalty" and s.hold == hold  # exact tracking cannot hold u
     q_rest = static_equilibrium(m, np.asarray(r.evaluate(np.array([0.0]))).ravel(), g)
     tr = Transcription(m, r, s, q_rest, False, choose_dummy_set(m, q_rest[: m.layout.n_link]))
-    assert tr.m == 2
+    assert tr.hold.m == 2
     warm, _ = warm_start_trajectory(m, r, g, 5e-3)
     nlp = tr.build(tr.guess_from_trajectory(warm))
     nlp.info["hessian"] = "exact"
     res = solve_backend("casadi", nlp, True, s, SolveMonitor(200, 60.0), tr)
     assert res.success
-    sol = tr.unpack(res.w)
+    sol = tr.unpack(res.w, nlp.scales)
     U, Uc = sol["u"][:, 1:], sol["u_held"]
-    t_nodes = tr.t_nodes
+    t_nodes = tr.hold.t_nodes
     assert np.allclose(np.diff(t_nodes[:-1]), 1e-2)
     # a Radau end point belongs to the sample on its left
     sample = np.searchsorted(t_nodes, tr.tc - 1e-9 * tr.h, side="right") - 1

@@ -110,8 +110,12 @@ def test_a_non_minimum_phase_arm_by_the_non_causal_nlp():
 
     problem = ffopt.load_problem(Path(__file__).resolve().parents[1] / "problems" / "e1_nmp.toml")
     bound = 0.8 * 8508.83  # N m: 0.8 x the 0.1 s move's peak (measured on 2026-11-28)
-    found = minimum_time(problem.with_values({"nlp.torque_max": [bound]}), lower_bound=False)
+    from ffopt.plan import minimum_time_of  # the planner makes the non-causal NLP moves
+
+    found = minimum_time_of(problem.with_values({"nlp.torque_max": [bound]}), lower_bound=False)
     assert all(s.get("route", "").startswith("nlp") for s in found.searches)
+    with pytest.raises(ProblemError, match="call ffopt.plan.minimum_time"):  # without the planner: said
+        minimum_time(problem.with_values({"nlp.torque_max": [bound]}), lower_bound=False)
     assert 0.1 < found.duration_s < 0.1 * 1.25  # the dynamic torque falls at least like 1/T (gravity's share not)
     assert 0.98 <= found.peak_ratio <= 1.0 and all(s["at_rest"] for s in found.searches)
 

@@ -175,7 +175,7 @@ def test_square_nlp_by_newton_matches_ipopt():
     nlp.info["hessian"] = "limited-memory"
     res = solve_ipopt(nlp, False, 1e-8, SolveMonitor(500, 60.0))
     assert res.success and res.method == "ipopt"
-    u_ipopt = tr.unpack(res.w)["u"].T
+    u_ipopt = tr.unpack(res.w, nlp.scales)["u"].T
     assert np.abs(u_ipopt - traj.u).max() < 1e-6 * np.abs(traj.u).max()
     # a non-square NLP (penalty tracking) still goes to IPOPT, and so does any NLP on request
     traj_pen = _nlp("e1_complete.toml", step=5e-3, tracking="penalty")[3]
@@ -354,3 +354,31 @@ def test_a_problem_without_a_file_form_gets_its_zeros_without_the_cache(tmp_path
         assembled.to_toml()
     rep = nlp_solve._zero_report_cached(assembled)
     assert rep is not None and not rep.minimum_phase and not list(tmp_path.glob("nlpzeros_*.json"))
+
+
+@pytest.mark.parametrize("hold", [None, "zoh"])
+def test_the_transcription_does_not_change_when_it_builds(hold):
+    """Everything a transcription has is set in __init__ and build leaves it as it was (two builds from different
+    guesses give two NLPs with their own scales); the grid's blocks of w tile it in the order x0, X, U, Uc."""
+    from ffopt.dae.forms import choose_dummy_set
+    from ffopt.nlp.transcription import Transcription
+
+    p, m, r, g = _load("e1_complete.toml")
+    q_rest = static_equilibrium(m, np.asarray(r.evaluate(np.array([0.0]))).ravel(), g)
+    s = NlpSettings(step=1e-2, strategy="causal", tracking="exact" if hold is None else "penalty")
+    s = dataclasses.replace(s, hold=hold, sample_time=None if hold is None else 2e-2)
+    tr = Transcription(m, r, s, q_rest, False, choose_dummy_set(m, q_rest[: m.layout.n_link]))
+    before = dict(vars(tr))
+    rest = tr.build(tr.rest_guess())
+    guess = tr.rest_guess()
+    guess.u = guess.u + 5.0  # a larger torque scale
+    other = tr.build(guess)
+    assert vars(tr) == before and all(vars(tr)[k] is v for k, v in before.items())
+    assert not np.array_equal(rest.scales.u, other.scales.u) and np.array_equal(rest.scales.x, other.scales.x)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        tr.grid.K = 1
+    gr = tr.grid
+    blocks = [gr.x0, gr.X, gr.U, gr.Uc]
+    assert blocks[0].start == 0 and blocks[-1].stop == gr.n_w == rest.n_variables
+    assert all(a.stop == b.start for a, b in zip(blocks, blocks[1:]))
+    assert (gr.Uc.stop - gr.Uc.start) == (0 if hold is None else gr.n_u * tr.hold.n_ctrl)

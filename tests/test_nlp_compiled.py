@@ -60,8 +60,8 @@ def test_compiled_kernels_equal_the_virtual_machine_on_e12(tmp_path, monkeypatch
     assert any(p.name.startswith("nlp_") for p in tmp_path.iterdir())  # the libraries were built
     for (tr_c, nlp_c), (tr_v, nlp_v) in zip(fast, slow):
         got, ref = _all_values(tr_c, nlp_c, 3), _all_values(tr_v, nlp_v, 3)
-        assert all(k._batch is not None for which in ("jac", "hess") for k in tr_c.kernels(which).values())
-        assert all(k._batch is None for k in tr_v.kernels("jac").values())
+        assert all(k._batch is not None for ks in (tr_c.kernels.jacobian(), tr_c.kernels.hessian()) for k in ks.functions.values())
+        assert all(k._batch is None for k in tr_v.kernels.jacobian().functions.values())
         for name, value in ref.items():
             scale = np.abs(value).max()
             assert np.abs(got[name] - value).max() <= 1e-12 * scale, name
@@ -92,7 +92,7 @@ def test_a_failed_build_warns_and_falls_back_to_the_virtual_machine(tmp_path, mo
     monkeypatch.setattr(compiled, "_BATCH", compiled._BATCH + "\nthis is not C;\n")
     with pytest.warns(RuntimeWarning, match="compiling the NLP's interval derivatives failed"):
         (tr, nlp), _ = _e12_nlp(compile=True, step=2e-2)
-    assert all(k._batch is None for k in tr.kernels("jac").values())
+    assert all(k._batch is None for k in tr.kernels.jacobian().functions.values())
     assert not any(p.suffix == ".so" and p.name.startswith("nlp_") for p in tmp_path.iterdir())
     (tr_v, nlp_v), _ = _e12_nlp(compile=False, step=2e-2)
     got, ref = _all_values(tr, nlp, 5), _all_values(tr_v, nlp_v, 5)
@@ -133,12 +133,12 @@ def test_bench_nlp_table_runs_every_default_path():
 def test_plan_without_compiling_keeps_the_nlp_in_the_virtual_machine(monkeypatch):
     """plan(compile=False) (the CLI's --no-compile) reaches the NLP's kernels too: nothing is compiled."""
     import ffopt
-    from ffopt.nlp import transcription
+    from ffopt.nlp import kernels
 
     def refuse(*args, **kwargs):
         raise AssertionError("compile_kernels called with compile=False")
 
-    monkeypatch.setattr(transcription, "compile_kernels", refuse)
+    monkeypatch.setattr(kernels, "compile_kernels", refuse)
     problem = Path(__file__).resolve().parents[1] / "problems" / "e12_line.toml"
     result = ffopt.plan(problem, method="nlp", compile=False, verify=False,
                         progress=False)

@@ -258,12 +258,12 @@ def _check_minimum_time(arm: dict, share: float = 0.8):
     plans (BDF rest to rest, or the non-causal NLP for a non-minimum-phase arm), its plan is verified, ends at
     rest and stays within the bound (1e-3: the search stops within FEASIBLE)."""
     from ffopt.models.equilibrium import ends_at_rest
-    from ffopt.motion.min_time import minimum_time
+    from ffopt.plan import minimum_time_of
 
     problem = problem_of(arm)
     base = ffopt.plan(problem, verify=False)
     bound = share * np.abs(base.trajectory.u).max(axis=0)
-    found = minimum_time(problem.with_values({"nlp.torque_max": bound.tolist()}), lower_bound=False)
+    found = minimum_time_of(problem.with_values({"nlp.torque_max": bound.tolist()}), lower_bound=False)
     result = ffopt.plan(found.problem)
     assert result.verification.verdict.status == "verified", result.verification.verdict
     assert ends_at_rest(result.problem.model, result.trajectory)[0]

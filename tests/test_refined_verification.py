@@ -164,7 +164,7 @@ def test_clamped_free_refinement_converges_slowly_towards_the_static_corrected_v
     """The 1-mode plan on 2, 3, 4 clamped-free modes: 0.44, 0.51, 0.53 mm, creeping towards the 0.54 mm that
     the first static-corrected refinement gives at once (the tip slope under a tip moment converges like 1 / n
     with clamped-free modes)."""
-    from ffopt.sim.verify import run_case, tool_errors
+    from ffopt.sim.cases import Case, Integration, run_case, tool_errors
 
     res = _plan(1)
     p, traj, v = res.problem, res.trajectory, res.verification
@@ -178,8 +178,8 @@ def test_clamped_free_refinement_converges_slowly_towards_the_static_corrected_v
     for extra in (1, 2, 3):
         plant = p.model.refined(extra, static_correction=False)
         q0 = static_equilibrium(plant, y_ref[0], traj.q[0, :1])
-        errors.append(tool_errors(run_case("cf", plant, t, traj.u, q0, loop, "linear", 1e-9), y_ref, None,
-                                  plant.output_units)[0].max())
+        sim = run_case("cf", Case(plant, traj.u, loop, q0, "linear"), t, Integration(1e-9))
+        errors.append(tool_errors(sim, y_ref, None, plant.output_units)[0].max())
     corrected = v.refined.refinements[0].max_mm
     # measured on 2026-11-27: 0.444 / 0.510 / 0.526 mm against 0.539 mm (the docstring's values)
     assert errors[0] < errors[1] < errors[2] < corrected * 1.01

@@ -104,12 +104,12 @@ def e12():
     problem = load_problem(PROBLEMS / "e12_line.toml")
     base = _plan(problem)  # compiles (or loads) the BDF step: the search must reuse it
     builds = []
-    original = bdf._build_functions
-    bdf._build_functions = lambda *a, **k: builds.append(1) or original(*a, **k)
+    original = bdf.build_bdf_functions
+    bdf.build_bdf_functions = lambda *a, **k: builds.append(1) or original(*a, **k)
     try:
         shape, info = shape_for_rest(problem)
     finally:
-        bdf._build_functions = original
+        bdf.build_bdf_functions = original
     shaped = problem.with_values({"reference.time_law_shape": shape.tolist()})
     return problem, base, shape, info, shaped, _plan(shaped), builds
 

@@ -18,8 +18,8 @@ import ffopt
 from ffopt.cli.main import EXIT_MISSED_TOLERANCE, EXIT_OK, main
 from ffopt.io.problem import problem_from_dict
 from ffopt.sim.plant import SimResult
-from ffopt.sim.settle import Hold, held_eigenvalues, judge, settle_grid
-from ffopt.sim.verify import motor_hold, settle_case
+from ffopt.sim.settle import Hold, SettleWindow, Tolerance, held_eigenvalues, judge, settle_grid
+from ffopt.sim.cases import Integration, motor_hold, settle_case
 
 J_LINK, J_MOTOR, K_GEAR, D_GEAR = 2.0, 0.5, 400.0, 6.0  # kg m^2, kg m^2, N m/rad, N m s/rad
 KP, KD = 200.0, 30.0  # motor PD, N m/rad, N m s/rad
@@ -57,8 +57,8 @@ def test_settle_window_matches_the_closed_form_of_a_held_elastic_joint():
     t_settle = settle_grid(1.0, 2.0, 1e-3)
     y_end = np.full((2, 1), qh)
     loop = motor_hold(np.array([KP]), np.array([KD]), np.array([qh]), len(t_settle))
-    s, metrics = settle_case("feedforward_pd", model, sim, Hold(np.zeros(1), np.array([qh])), loop, t_settle, y_end,
-                             None, model, 0.1, 0.1, 1e-10)
+    s, metrics = settle_case("feedforward_pd", model, sim, Hold(np.zeros(1), np.array([qh])), loop,
+                             SettleWindow(t_settle, y_end, None, model, 0.1, 0.1), Integration(1e-10))
     A = held_loop_matrix()
     exact = np.array([expm(A * (t - 1.0)) @ x_end for t in t_settle])
     # CVODES at rtol 1e-10 against the matrix exponential: measured 3.1e-12 / 1.2e-11 rad and a residual 4.7e-12
@@ -80,10 +80,10 @@ def test_verdict_names_the_phase_time_and_cause():
     t = np.linspace(0, 1, 11)
     e = np.zeros(11)
     e[4] = 0.3
-    v = judge("feedforward_pd", (e, None), None, t, None, 0.2, 0.1, "test", None)
+    v = judge("feedforward_pd", (e, None), None, t, Tolerance(0.2, 0.1, "test"), None)
     assert v.status == "missed_tolerance" and v.misses[0]["t_s"] == pytest.approx(0.4)
     assert "during the move" in v.line() and "0.3 mm" in v.line()
-    assert judge("feedforward_pd", (0.5 * e, None), None, t, None, 0.2, 0.1, "test", None).status == "verified"
+    assert judge("feedforward_pd", (0.5 * e, None), None, t, Tolerance(0.2, 0.1, "test"), None).status == "verified"
 
 
 @pytest.fixture(scope="module")

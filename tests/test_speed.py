@@ -48,12 +48,12 @@ def empty_cache(tmp_path, monkeypatch):
     (FFOPT_COMPILE=sync: no background -O2 build beside the -O0 one; tiered compilation: tests/test_bdf.py)."""
     monkeypatch.setenv("FFOPT_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("FFOPT_COMPILE", "sync")
-    monkeypatch.setattr(bdf, "_MEMORY_CACHE", type(bdf._MEMORY_CACHE)())
+    monkeypatch.setattr(bdf, "MEMORY_CACHE", type(bdf.MEMORY_CACHE)())
     return tmp_path
 
 
 def _count_calls(monkeypatch, name) -> list:
-    """Count the calls of bdf.<name> from now on (_compile_to: libraries compiled; _build_functions:
+    """Count the calls of bdf.<name> from now on (_compile_to: libraries compiled; build_bdf_functions:
     step functions built symbolically)."""
     calls, original = [], getattr(bdf, name)
     monkeypatch.setattr(bdf, name, lambda *a, **k: calls.append(a) or original(*a, **k))
@@ -63,7 +63,7 @@ def _count_calls(monkeypatch, name) -> list:
 @pytest.mark.filterwarnings("error::RuntimeWarning")  # a failed compile (VM fallback) fails the test
 def test_compiled_step_serves_every_path_and_never_another_model(empty_cache, monkeypatch):
     c_compiler_or_skip()
-    compiles, builds = _count_calls(monkeypatch, "_compile_to"), _count_calls(monkeypatch, "_build_functions")
+    compiles, builds = _count_calls(monkeypatch, "_compile_to"), _count_calls(monkeypatch, "build_bdf_functions")
     base = _e1()
     first = _solve(base)
     assert first.stats["compiled"] and len(compiles) == 1
@@ -87,7 +87,7 @@ def test_compiled_step_serves_every_path_and_never_another_model(empty_cache, mo
     np.testing.assert_array_equal(changed.u, _solve(stiffer, compile=False).u)
     # ... and the first model still gets its own torques (from memory, then from disk alone)
     np.testing.assert_array_equal(_solve(base).u, first.u)
-    bdf._MEMORY_CACHE.clear()
+    bdf.MEMORY_CACHE.clear()
     n_built = len(builds)
     again = _solve(_e1())  # a new model object: only the disk cache is left
     # loaded from disk: neither built symbolically nor compiled again

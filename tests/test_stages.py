@@ -52,7 +52,7 @@ def test_stage_nlp_is_the_transcription_reordered(case):
     fun = ca.Function("stage_nlp", [st.w], [st.f, st.g])
     w = nlp.w0 * (1 + 0.05 * np.random.default_rng(2).standard_normal(nlp.w0.size))
     w[: tr.n_x] = nlp.w0[: tr.n_x] if not noncausal else w[: tr.n_x]
-    f_st, g_st = (np.array(v).ravel() for v in fun(lay.from_transcription(w, tr.u_rest / tr.su)))
+    f_st, g_st = (np.array(v).ravel() for v in fun(lay.from_transcription(w, tr.u_rest / nlp.scales.u)))
     f_tr, g_tr = (np.array(v).ravel() for v in ca.Function("tr", [nlp.w], [nlp.f, nlp.g])(w))
     assert f_st == pytest.approx(f_tr, rel=1e-12)
     rows = g_st.reshape(st.n_stages, -1)

@@ -331,7 +331,7 @@ def report_from_zeros(times, all_zeros, err: float = 0.0) -> ZeroDynamicsReport:
 CONDITIONS = ("clamped", "free", "pd")
 
 
-def _boundary_condition(model: FlexibleModel, lin: LinearModel, condition: str, pd=None):
+def boundary_condition(model: FlexibleModel, lin: LinearModel, condition: str, pd=None):
     """(M, Dm, K) for motors clamped (their coordinates removed), free (u = 0) or under PD control."""
     L = model.layout
     motor = L.motor_of_input
@@ -437,7 +437,7 @@ def eigenfrequencies(model: FlexibleModel, reference, guess: np.ndarray | None =
         if no_g is not None:
             lin.K = linearize(no_g, q, u=np.array(model.input_torque(q, 0 * q, 0 * q)).ravel()).K
         for c in conditions:
-            md = modes(*_boundary_condition(model, lin, c, pd_gains))
+            md = modes(*boundary_condition(model, lin, c, pd_gains))
             all_u[c].append(md.undamped_hz)
             low_u[c].append(md.undamped_hz[0] if len(md.undamped_hz) else np.nan)
             low_d[c].append(md.damped_hz[0] if len(md.damped_hz) else np.nan)

@@ -55,7 +55,7 @@ def run_closed_loop(name: str, plant: FlexibleModel, model: FlexibleModel, ff: F
     q_start: the start configuration (at rest); None: where the loop holds the plant at rest under
     the first feedforward torque and reference (a plant that differs from the model sags there).
     """
-    from ffopt.sim.cases import case_error, rest_state, run_case
+    from ffopt.sim.cases import Case, Integration, case_error, rest_state, run_case
 
     if gains.controller not in CONTROLLERS:
         raise ValueError(f"unknown controller {gains.controller!r}")
@@ -63,7 +63,7 @@ def run_closed_loop(name: str, plant: FlexibleModel, model: FlexibleModel, ff: F
     if q_start is None:
         guess = ff.x_ref[0, :model.layout.nq] if q_guess is None else q_guess
         q_start = rest_state(plant, ff.u[0], loop, guess)
-    sim = run_case(name, plant, ff.t, ff.u, q_start, loop, ff.hold, rtol)
+    sim = run_case(name, Case(plant, ff.u, loop, q_start, ff.hold), ff.t, Integration(rtol))
     text = f"{ff.description} + {gains.controller} on the {plant_label} plant"
     return ClosedLoopRun(name, ff.name, gains.controller, plant_label,
                          case_error(name, sim, y_ref, tool_ref, plant.output_units, text), sim)

@@ -77,8 +77,8 @@ BDF_ALPHA: dict[int, np.ndarray] = {
 # slower than -O2's, 0.32 s against 0.11 s (a loaded machine); CasADi's VM solves the UR5 line in 0.84 s in all.
 _BACKWARD_ERROR_TOL = 1e-14  # residual relative to its row's terms: ~50 x machine epsilon
 FLUSH_RELATIVE = 1e-100  # Newton-matrix entries this small relative to their row are zeroed (_flush_tiny)
-_MEMORY_CACHE: OrderedDict[str, "_BdfFunctions"] = OrderedDict()
-# The compiled stepping loop and the CasADi functions in _MEMORY_CACHE are shared by every plan in a process;
+MEMORY_CACHE: OrderedDict[str, "_BdfFunctions"] = OrderedDict()
+# The compiled stepping loop and the CasADi functions in MEMORY_CACHE are shared by every plan in a process;
 # their work memory is not safe for concurrent calls (two plans in the threads of one Dask worker crashed in
 # the compiled loop), so the build and the stepping run under one lock (a BDF solve is milliseconds).
 _SOLVE_LOCK = threading.RLock()
@@ -319,17 +319,17 @@ def _check_arrays(n, order, x0, history0, row_scale, h, n_steps):
 def _get_functions(F, order, tol, max_iter, compile, cache_dir, extra=None) -> _BdfFunctions:
     """Return the functions for this problem from memory, the disk cache, or a fresh build."""
     key = _problem_key(F, order, tol, max_iter, compile, extra)
-    if key is not None and key in _MEMORY_CACHE:
-        _MEMORY_CACHE.move_to_end(key)
-        hit = _MEMORY_CACHE[key]
+    if key is not None and key in MEMORY_CACHE:
+        MEMORY_CACHE.move_to_end(key)
+        hit = MEMORY_CACHE[key]
         if not (hit.level == "O0" or hit.pending) or not _refresh_pending(hit, key, cache_dir):
             return hit
-        _MEMORY_CACHE.pop(key)  # the background -O2 build has finished: load it
+        MEMORY_CACHE.pop(key)  # the background -O2 build has finished: load it
     funcs = _load_compiled(key, cache_dir) if compile and key is not None else None
     if funcs is not None and funcs.level == "O0" and compile_mode() == "tiered":
         _resume_background_build(key, cache_dir)
     if funcs is None:  # not on disk: build the step symbolically (and compile it)
-        funcs = _build_functions(_expanded(F), order, tol, max_iter, key, extra)
+        funcs = build_bdf_functions(expanded_function(F), order, tol, max_iter, key, extra)
         if compile and key is not None and compile_mode() == "tiered":
             funcs = _in_vm_while_building(funcs, key, cache_dir)
         elif compile and key is not None:
@@ -337,9 +337,9 @@ def _get_functions(F, order, tol, max_iter, compile, cache_dir, extra=None) -> _
         elif compile:
             warnings.warn("F cannot be serialized; BDF runs in CasADi's virtual machine", RuntimeWarning)
     if key is not None:
-        _MEMORY_CACHE[key] = funcs
-        while len(_MEMORY_CACHE) > _MEMORY_CACHE_SIZE:
-            _MEMORY_CACHE.popitem(last=False)
+        MEMORY_CACHE[key] = funcs
+        while len(MEMORY_CACHE) > _MEMORY_CACHE_SIZE:
+            MEMORY_CACHE.popitem(last=False)
     return funcs
 
 
@@ -389,7 +389,7 @@ def _serialized(F: ca.Function) -> str | None:
     return text
 
 
-def _expanded(F: ca.Function) -> ca.Function:
+def expanded_function(F: ca.Function) -> ca.Function:
     """F as an SX function if it can be expanded (faster), else F itself."""
     if F.is_a("SXFunction"):
         return F
@@ -410,7 +410,7 @@ def _symbols(F, order):
     return x, t, hist, c, r, xdot, (F(t, x, xdot, r) if F.n_in() == 4 else F(t, x, xdot))
 
 
-def _build_functions(F, order, tol, max_iter, key, extra=None) -> _BdfFunctions:
+def build_bdf_functions(F, order, tol, max_iter, key, extra=None) -> _BdfFunctions:
     """Build the step function: guarded Newton iterations, history shift, per-step diagnostics.
 
     Second output of the step: [x_i (n), F unscaled (n), D_h x_i (n), converged (0/1), Newton
@@ -429,7 +429,7 @@ def _build_functions(F, order, tol, max_iter, key, extra=None) -> _BdfFunctions:
     res, xdot = _residual_function(F, order)(x, p)
     name = f"bdf_step_{key[:16]}" if key else "bdf_step"
     shifted = ca.vertcat(x, hist[: n * (order - 1)]) if order > 1 else x
-    derived = (lambda xi, xdi: ca.MX(0, 1)) if extra is None else _expanded(extra)
+    derived = (lambda xi, xdi: ca.MX(0, 1)) if extra is None else expanded_function(extra)
     diag = ca.densify(ca.vertcat(x, res, xdot, done, iterations, derived(x, xdot)))
     step = ca.Function(name, [hist, t, c, r], [shifted, diag])
     xs, ts, hs, cs, rs = (ca.MX.sym("x", n), ca.MX.sym("t"), ca.MX.sym("hist", n * order), ca.MX.sym("c", 1 + n),
@@ -702,12 +702,9 @@ def _raise_on_failure(result: BdfResult, order: int, h: float) -> None:
     if failed.size == 0:
         return
     i = failed[0]
-    err = SolverError(
+    raise SolverError(
         f"BDF-{order} Newton iteration did not converge at t = {result.t[i]:.6g} "
         f"(step {i} of {len(result.t) - 1}, h = {h:.3g}, {failed.size} failed steps): "
         f"max |F| = {result.residual_norm[i]:.3g}. Try a smaller/larger step h, a lower "
-        "order, a different row scaling power p, or a lower-index formulation."
-    )
-    # where and how it failed, for a caller that asks why (ffopt.auto_method: an unstable order?)
-    err.failed_time_s, err.order, err.step = float(result.t[i]), int(order), float(h)
-    raise err
+        "order, a different row scaling power p, or a lower-index formulation.",
+        failed_time_s=float(result.t[i]), order=int(order), step=float(h))

@@ -33,7 +33,7 @@ def solve_inverse_bdf(model: FlexibleModel, reference, settings: BdfSettings = B
     dummy = choose_dummy_set(model, q0[: model.layout.n_link])
     # The DAE with the path as data (built once per model and form): its compiled step serves
     # every path, duration and step of this model.
-    dae, recovery = per_model(model, ("inverse_dae", form, dummy), lambda: _inverse_dae(model, form, dummy))
+    dae, recovery = per_model(model, ("inverse_dae", form, dummy), lambda: inverse_dae_with_path_data(model, form, dummy))
     n_steps = int(round(reference.t_end / step))
     p = DEFAULT_SCALING_POWER[form] if scaling_power is None else scaling_power
     path = dae.path_data(reference, step * np.arange(n_steps + 1))
@@ -56,7 +56,7 @@ def solve_inverse_bdf(model: FlexibleModel, reference, settings: BdfSettings = B
     return traj
 
 
-def _inverse_dae(model: FlexibleModel, form: str, dummy):
+def inverse_dae_with_path_data(model: FlexibleModel, form: str, dummy):
     """The form's DAE with the path as data, and recovery (x, xdot) -> [a; u; tau; tool position], which
     the BDF loop evaluates at every step in the same compiled code (u the input, tau the torques)."""
     dae = build_inverse_dae(model, None, form, dummy)

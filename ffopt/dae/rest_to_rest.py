@@ -30,7 +30,6 @@ the rests 1.9e-4 of it instead of 1 %), at a peak torque of 1.27e5 N m instead o
 
 from __future__ import annotations
 
-import os
 import time
 
 import numpy as np
@@ -267,35 +266,37 @@ def rest_law_within(problem, peak_rows, n_shape: int = N_SHAPE, max_iter: int = 
 def shape_for_rest_cached(problem, n_shape: int = N_SHAPE, progress=None) -> tuple[np.ndarray, dict]:
     """``shape_for_rest`` with its result kept on disk beside the compiled BDF code ($FFOPT_CACHE_DIR, default
     ~/.cache/ffopt) under a hash of the problem as written (``problem.to_toml()``), n_shape and the ffopt
-    version: a second plan of the same problem skips the search (info["cached"] says so)."""
-    import hashlib
-    import json
+    version: a second plan of the same problem skips the search (info["cached"]: the file read, else False)."""
+    from ffopt.cache import on_disk, on_disk_path
 
-    from ffopt.dae.bdf import _cache_dir
+    key = f"{__version__}\n{n_shape}\njunction+{JUNCTION_EXTRA}\n{problem.to_toml()}"
 
-    text = f"{__version__}\n{n_shape}\njunction+{JUNCTION_EXTRA}\n{problem.to_toml()}"
-    path = _cache_dir(None) / f"rest_{hashlib.sha256(text.encode()).hexdigest()[:32]}.json"
-    try:
-        saved = json.loads(path.read_text())
-        return np.asarray(saved["c"], float), {**saved["info"], "cached": str(path)}
-    except (OSError, ValueError, KeyError):
-        pass
-    c, info = shape_for_rest(problem, n_shape, progress=progress)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"c": c.tolist(), "info": info}, default=_jsonable))
-        tmp.replace(path)
-    except OSError:  # a read-only cache: the search runs again next time
-        pass
-    return c, {**info, "cached": False}
+    def compute():
+        c, info = shape_for_rest(problem, n_shape, progress=progress)
+        return c, {**info, "cached": False}
+
+    def encode(result):
+        c, info = result
+        return {"c": c.tolist(), "info": _plain({k: v for k, v in info.items() if k != "cached"})}
+
+    def decode(saved):
+        return np.asarray(saved["c"], float), {**saved["info"], "cached": str(on_disk_path("rest", key))}
+
+    return on_disk("rest", key, compute, encode, decode)
 
 
-def _jsonable(x):
+def _plain(x):
+    """``x`` with numpy arrays and scalars as JSON's lists and numbers (TypeError for anything else JSON has not)."""
+    if isinstance(x, dict):
+        return {k: _plain(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_plain(v) for v in x]
     if isinstance(x, np.ndarray):
         return x.tolist()
     if isinstance(x, (np.floating, np.integer, np.bool_)):
         return x.item()
+    if x is None or isinstance(x, (str, bool, int, float)):
+        return x
     raise TypeError(f"not JSON serialisable: {type(x).__name__}")
 
 

@@ -2,7 +2,7 @@
 
 What runs online is what ``ffopt.dae.inverse.solve_inverse_bdf`` runs offline, one step per
 controller sample: the same DAE form with the path as data (``InverseDae.F_path``), the same BDF
-step Function (``ffopt.dae.bdf._build_functions``: extrapolated start, guarded Newton iterations
+step Function (``ffopt.dae.bdf.build_bdf_functions``: extrapolated start, guarded Newton iterations
 with the exact sparse Jacobian and QR, the same tolerances), the same recovery of the motor
 torques. Only the loop over the steps moves into the controller: the history of the last k states
 is the state of the exported code, and each call takes the next sample of the reference (the
@@ -125,7 +125,7 @@ def reference_samples(problem, sample_time: float, dae=None) -> tuple[np.ndarray
     """(t, r): the reference samples the exported step takes, t_i = i h for i = 0..round(t_end / h), row i
     r(t_i) = [y; y'; ...] (the outputs, then each derivative the form needs, output by output)."""
     if dae is None:
-        dae = _inverse_functions(problem)[0]
+        dae = inverse_functions(problem)[0]
     n_steps = int(round(problem.reference.t_end / sample_time))
     t = sample_time * np.arange(n_steps + 1)
     return t, np.array(dae.path_data(problem.reference, t))
@@ -145,13 +145,13 @@ def _start(problem):
     return y0, q0, choose_dummy_set(model, q0[: model.layout.n_link])
 
 
-def _inverse_functions(problem):
+def inverse_functions(problem):
     """(InverseDae, recovery, y0, q0) exactly as solve_inverse_bdf builds them (the same per-model cache key)."""
-    from ffopt.dae.inverse import _inverse_dae
+    from ffopt.dae.inverse import inverse_dae_with_path_data
 
     model, form = problem.model, problem.solver.form
     y0, q0, dummy = _start(problem)
-    dae, recovery = per_model(model, ("inverse_dae", form, dummy), lambda: _inverse_dae(model, form, dummy))
+    dae, recovery = per_model(model, ("inverse_dae", form, dummy), lambda: inverse_dae_with_path_data(model, form, dummy))
     return dae, recovery, y0, q0
 
 
@@ -161,13 +161,13 @@ def build_functions(problem, sample_time: float):
     ffopt_bdf_step (hist[n k], t, c[1 + n], r[n_ref]) -> (hist shifted, diag): the offline BDF step.
     ffopt_equilibrium (q_guess[nq], y_start[n_out]) -> (x0[n], extra0, [converged, max |G|]).
     """
-    from ffopt.dae.bdf import _build_functions, _expanded
+    from ffopt.dae.bdf import build_bdf_functions, expanded_function
     from ffopt.models.equilibrium import torque_scale
     from ffopt.dae.forms import DEFAULT_SCALING_POWER
 
     s, model = problem.solver, problem.model
-    dae, recovery, y0, q0 = _inverse_functions(problem)
-    funcs = _build_functions(_expanded(dae.F_path), s.order, (NEWTON_TOL, STEP_TOL), MAX_NEWTON_ITER, None, recovery)
+    dae, recovery, y0, q0 = inverse_functions(problem)
+    funcs = build_bdf_functions(expanded_function(dae.F_path), s.order, (NEWTON_TOL, STEP_TOL), MAX_NEWTON_ITER, None, recovery)
     ins = [ca.MX.sym(f"i{i}", funcs.step.sparsity_in(i)) for i in range(4)]
     step = ca.Function("ffopt_bdf_step", ins, funcs.step(*ins), ["hist", "t", "c", "r"], ["hist_next", "diag"])
 
@@ -175,7 +175,7 @@ def build_functions(problem, sample_time: float):
     G = per_model(model, "static_equilibrium", lambda: _static(model))[0]
     tq, q, qd, y = ca.SX.sym("t"), ca.SX.sym("q", L.nq), ca.SX.sym("qdot", L.nq), ca.SX.sym("y", G.size1_in(1))
     static = ca.Function("static_rows", [tq, q, qd, y], [G(q, y)])
-    eq = _build_functions(static, 1, (EQUILIBRIUM_TOL, EQUILIBRIUM_TOL), EQUILIBRIUM_MAX_ITER, None)
+    eq = build_bdf_functions(static, 1, (EQUILIBRIUM_TOL, EQUILIBRIUM_TOL), EQUILIBRIUM_MAX_ITER, None)
     qg, ys = ca.MX.sym("q_guess", L.nq), ca.MX.sym("y_start", G.size1_in(1))
     # order 1: the shifted history is the solution itself. Using it (not diag[:nq]) leaves no output of the
     # step unused: with a NULL output CasADi's code makes GCC 12 warn (-Warray-bounds) on a branch never taken
@@ -290,7 +290,7 @@ def export_problem(problem, out, sample_time: float | None = None, force: bool =
 
 
 def _layout(model, dae, L) -> dict:
-    """Where the wrapper finds each output in the step's diagnostics (see ffopt.dae.bdf._build_functions:
+    """Where the wrapper finds each output in the step's diagnostics (see ffopt.dae.bdf.build_bdf_functions:
     diag = [x, F, D_h x, converged, iterations, extra]; extra = [a (nq), u (N), tau (N), tool (3)])."""
     n, nq, N = dae.n_x, L.nq, L.n_u
     motor = [int(i) for i in L.motor_of_input]

@@ -211,7 +211,7 @@ def exported_trajectory(folder, problem, say=lambda msg: None):
     import json
 
     from ffopt.errors import ProblemError
-    from ffopt.export.generate import _inverse_functions, reference_samples
+    from ffopt.export.generate import inverse_functions, reference_samples
     from ffopt.trajectory import Trajectory
 
     folder = Path(folder)
@@ -230,7 +230,7 @@ def exported_trajectory(folder, problem, say=lambda msg: None):
     if problem.solver.form != meta["form"]:
         problem = problem.with_solver(form=meta["form"])
     h = float(meta["sample_time"])
-    dae, _, _, q0 = _inverse_functions(problem)
+    dae, _, _, q0 = inverse_functions(problem)
     t, r = reference_samples(problem, h, dae)
     if r.shape[1] != meta["n_ref"] or dae.n_x != meta["n_x"]:
         raise ProblemError(f"--exported {folder}: its reference sample has {meta['n_ref']} values and its state "

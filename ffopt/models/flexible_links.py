@@ -53,7 +53,7 @@ import numpy as np
 from ffopt.models.beam import ClampedFreeModes, ModeIntegrals
 from ffopt.models.chain import Body, Chain
 from ffopt.models.flexible import AXES, ORIENTATION, FlexibleModel, Layout
-from ffopt.models.rigid_body import _rot
+from ffopt.models.rigid_body import axis_rotation
 
 KINEMATICS = ("linear", "second_order")
 MAX_MODES = 20  # per link; beyond ~20 modes the Euler-Bernoulli model itself is meaningless for a robot link
@@ -263,14 +263,14 @@ class FlexibleLinkModel(FlexibleModel):
             R = R @ ca.DM(np.asarray(jt.rotation, float))  # the joint frame
             axis = ca.DM(jt.axis)
             w = w + R @ axis * va[i]
-            R = R @ _rot(jt.axis, qa[i])
+            R = R @ axis_rotation(jt.axis, qa[i])
             f = {"R": R, "p": p, "w": w}
             if i in links:
                 k = links[i]
                 d, dd = qa[self._modal_slice[i]], va[self._modal_slice[i]]
                 tip, shortening, slope, dslope = self._tip_motion(k, d, dd)
                 e, b = ca.DM(k.direction), ca.DM(np.cross(jt.axis, k.direction))
-                RT = R @ _rot(jt.axis, slope)
+                RT = R @ axis_rotation(jt.axis, slope)
                 f.update(link=k, e=e, b=b, d=d, dd=dd)
                 p = p + R @ ((k.length - shortening) * e + tip * b) - RT @ (k.length * e)
                 w = w + R @ axis * dslope
@@ -375,7 +375,7 @@ class FlexibleLinkModel(FlexibleModel):
             z = body["z"]
             body["alpha"] = alpha + z * aa[i] + ca.cross(w, z) * va[i]
             body["w"] = w + z * va[i]
-            body["R"] = Rj @ _rot(jt.axis, qa[i])
+            body["R"] = Rj @ axis_rotation(jt.axis, qa[i])
             if i in links:
                 frame = self._beam_forward(body, links[i], qa, va, aa)
             else:
@@ -424,7 +424,7 @@ class FlexibleLinkModel(FlexibleModel):
         F = [k.mass * sum(G[a, c] * A[c] for c in range(len(A))) for a in range(len(A))]
         s_L = (k.length + s_tip) * e_w + ca.sum1(d) * b_w  # joint point -> tip
         body.update(b=b_w, e=e_w, F=F, s_L=s_L, moment=sum(ca.cross(Sa, Fa) for Sa, Fa in zip(S, F[1:])), **frame)
-        return {"R": R @ _rot(self.chain.joints[k.joint].axis, slope), "w": w + z * rate,
+        return {"R": R @ axis_rotation(self.chain.joints[k.joint].axis, slope), "w": w + z * rate,
                 "alpha": alpha + z * rate_of + ca.cross(w, z) * rate,
                 "acc": acc_tip, "origin": body["joint"] + s_L, "offset": k.length * k.direction}
 

@@ -23,7 +23,7 @@ def _skew(v) -> ca.SX | ca.DM:
     )
 
 
-def _rot(axis: np.ndarray, angle) -> ca.SX:
+def axis_rotation(axis: np.ndarray, angle) -> ca.SX:
     """Rodrigues: rotation by ``angle`` about the unit vector ``axis``."""
     k = ca.DM(_skew(np.asarray(axis, dtype=float)))
     return ca.DM.eye(3) + ca.sin(angle) * k + (1 - ca.cos(angle)) * (k @ k)
@@ -31,7 +31,7 @@ def _rot(axis: np.ndarray, angle) -> ca.SX:
 
 def joint_rotation(joint, angle) -> ca.SX:
     """Rotation of a body frame relative to its parent: fixed joint-frame rotation, then Rot(axis, q)."""
-    return ca.DM(np.asarray(joint.rotation, float)) @ _rot(joint.axis, angle)
+    return ca.DM(np.asarray(joint.rotation, float)) @ axis_rotation(joint.axis, angle)
 
 
 def body_poses(chain: Chain, q: ca.SX) -> list[tuple[ca.SX, ca.SX]]:

@@ -3,7 +3,9 @@
 - collocation.py: Radau IIA rules (selectable degree) and implicit Euler (the low-order rule)
 - transcription.py: the scaled, sparse CasADi NLP (exact tracking on the index-reduced I1 form,
   or band / penalty tracking on the forward model), torque and torque-rate bounds, objectives,
-  pre-/post-actuation (extended horizon)
+  pre-/post-actuation (extended horizon); its parts: grid.py (the collocation grid and the layout of the
+  NLP vector, the hold's control grid; immutable), kernels.py (the model at one point, the interval and point
+  kernels with their sparsity patterns), problem.py (the scaled NLP and its scales, what ``build`` returns)
 - backends/: IPOPT through CasADi (default), through cyipopt, and a pyomo.dae model (.nl file);
   newton.py: square NLPs (causal exact tracking) by Newton, the step by block forward substitution in stage order
   (else SuperLU) (casadi and auto backends);

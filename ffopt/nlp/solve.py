@@ -204,7 +204,7 @@ def solve_inverse_nlp(model: FlexibleModel, reference, settings: NlpSettings, qa
         res.status = "Diverging_Iterates"  # stopped by the monitor (here or in a worker process)
     elif res.status == "User_Requested_Stop" and (monitor.expired() or monitor.limit_reached()):
         res.status = stop_status(monitor)  # stopped by the monitor at a limit (stop_reason: which)
-    sol = tr.unpack(res.w)
+    sol = tr.unpack(res.w, nlp.scales)
     if not res.success:
         monitor.close(f"stopped ({res.status})")
         raise SolverError(_diagnose(tr, res, sol, monitor, needs))
@@ -233,8 +233,8 @@ def _check_bounds(tr: Transcription, warm: Trajectory | None, qa_guess, say) -> 
     if s.torque_max is None and s.torque_rate_max is None:
         return None
     needs = torque_needs(tr.model, tr.reference, tr.q_rest, warm, qa_guess)
-    tmax = None if s.torque_max is None else tr._per_motor(s.torque_max, "nlp.torque_max")
-    rmax = None if s.torque_rate_max is None else tr._per_motor(s.torque_rate_max, "nlp.torque_rate_max")
+    tmax = None if s.torque_max is None else tr.per_motor(s.torque_max, "nlp.torque_max")
+    rmax = None if s.torque_rate_max is None else tr.per_motor(s.torque_rate_max, "nlp.torque_rate_max")
     warnings = check_bounds(needs, tmax, rmax, s.tracking, tr.noncausal)
     for line in warnings:
         say(line)
@@ -282,10 +282,10 @@ def _last_iterate(tr: Transcription, res, sol, monitor: SolveMonitor) -> str:
             f"tool error {1e3 * np.abs(sol['E']).max():.4g} mm"]
     u = sol["u"][:, 1:]
     if s.torque_max is not None:
-        tmax = tr._per_motor(s.torque_max, "nlp.torque_max")
+        tmax = tr.per_motor(s.torque_max, "nlp.torque_max")
         bits.append("torque-bound use " + ", ".join(f"{x:.0%}" for x in np.abs(u).max(axis=1) / tmax))
     if s.torque_rate_max is not None:
-        rmax = tr._per_motor(s.torque_rate_max, "nlp.torque_rate_max")
+        rmax = tr.per_motor(s.torque_rate_max, "nlp.torque_rate_max")
         dt = np.diff(sol["t"])
         rate = np.abs(np.diff(sol["u"], axis=1) / dt[None, :]).max(axis=1)
         bits.append("torque-rate-bound use " + ", ".join(f"{x:.0%}" for x in rate / rmax))
@@ -354,15 +354,15 @@ def _trajectory(model, reference, tr, nlp, res, sol, t_transcribe, warm) -> Traj
         traj = trajectory_from_states(model, reference, sol["t"], sol["x"].T, sol["a"].T, method=f"nlp-{tr.rule.name}",
                                       u=sol["u"].T.copy())
     else:  # the table at the sample instants (interval ends: Radau's last node), u as planned
-        idx = tr.nodes * tr.d
+        idx = tr.hold.nodes * tr.d
         u = sol["u_held"].T.copy()
-        if tr.hold == "zoh":  # one value per sample; the last row (the end instant) repeats the last one
+        if tr.hold.kind == "zoh":  # one value per sample; the last row (the end instant) repeats the last one
             u = np.vstack([u, u[-1:]])
         traj = trajectory_from_states(model, reference, sol["t"][idx], sol["x"][:, idx].T, sol["a"][:, idx].T,
                                       method=f"nlp-{tr.rule.name}", u=u)
-        traj.hold = tr.hold
-        traj.stats.update({"hold": tr.hold, "sample_time_s": tr.m * tr.h, "resampling": (
-            f"planned on the control grid ({tr.hold} hold, {tr.m} collocation interval(s) per sample): exact"),
+        traj.hold = tr.hold.kind
+        traj.stats.update({"hold": tr.hold.kind, "sample_time_s": tr.hold.m * tr.h, "resampling": (
+            f"planned on the control grid ({tr.hold.kind} hold, {tr.hold.m} collocation interval(s) per sample): exact"),
             "solver_points": len(sol["t"]), "states_follow_hold": True})
     err, err_ang = _planned_errors(model, np.asarray(sol["E"]))
     stats = {
@@ -372,7 +372,7 @@ def _trajectory(model, reference, tr, nlp, res, sol, t_transcribe, warm) -> Traj
         "pre_actuation_s": s.pre_actuation_s, "post_actuation_s": s.post_actuation_s,
         "n_variables": nlp.n_variables, "n_constraints": nlp.n_constraints, "warm_start": warm,
         "time_transcription_s": t_transcribe,
-        "max_dae_residual_scaled": float(np.abs(sol["G"] * nlp.info["row_scale"][:, None]).max()),
+        "max_dae_residual_scaled": float(np.abs(sol["G"] * nlp.scales.rows[:, None]).max()),
     }
     if err is not None:  # position outputs (m): tool error in mm
         stats["planned_tool_error_max_mm"] = float(1e3 * err.max())
@@ -388,11 +388,11 @@ def _trajectory(model, reference, tr, nlp, res, sol, t_transcribe, warm) -> Traj
         stats["linear_solver"] = s.linear_solver  # IPOPT's (nlp.linear_solver)
     stats["time_solve_s"] = res.time_total_s
     if s.torque_max is not None:
-        tmax = tr._per_motor(s.torque_max, "nlp.torque_max")
+        tmax = tr.per_motor(s.torque_max, "nlp.torque_max")
         stats["torque_max_Nm"] = tmax.tolist()
         stats["torque_bound_use"] = (np.abs(traj.torques).max(axis=0) / tmax).tolist()
     if s.torque_rate_max is not None:
-        rmax = tr._per_motor(s.torque_rate_max, "nlp.torque_rate_max")
+        rmax = tr.per_motor(s.torque_rate_max, "nlp.torque_rate_max")
         rate = np.abs(np.diff(traj.u, axis=0) / np.diff(traj.t)[:, None]).max(axis=0)
         stats["torque_rate_max_Nm_per_s"] = rmax.tolist()
         stats["torque_rate_bound_use"] = (rate / rmax).tolist()
@@ -443,6 +443,7 @@ def _zero_report_cached(problem):
     says why)."""
     import ffopt
     from ffopt.analysis.linear import report_from_zeros, zero_dynamics
+    from ffopt.analysis.zero_encoding import decode_zeros, encode_zeros
     from ffopt.cache import on_disk
 
     try:
@@ -451,12 +452,10 @@ def _zero_report_cached(problem):
         key = None
 
     def encode(rep):
-        return {"times": [float(t) for t in rep.times], "cross_check_error": rep.cross_check_error,
-                "zeros": [[[float(z.real), float(z.imag)] for z in zs] for zs in rep.zeros]}
+        return {**encode_zeros(rep.times, rep.zeros), "cross_check_error": rep.cross_check_error}
 
     def decode(saved):
-        zeros = [np.array([complex(re, im) for re, im in zs], complex) for zs in saved["zeros"]]
-        return report_from_zeros(saved["times"], zeros, saved["cross_check_error"])
+        return report_from_zeros(*decode_zeros(saved), saved["cross_check_error"])
 
     try:
         return on_disk("nlpzeros", key, lambda: zero_dynamics(problem.model, problem.reference,

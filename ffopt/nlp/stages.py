@@ -36,7 +36,8 @@ from dataclasses import dataclass
 import casadi as ca
 import numpy as np
 
-from ffopt.nlp.transcription import REST_WEIGHT, NlpProblem, Transcription
+from ffopt.nlp.problem import NlpProblem, Scales
+from ffopt.nlp.transcription import REST_WEIGHT, Transcription
 
 
 class StageLayout:
@@ -109,13 +110,13 @@ class StageNlp:
         return {"structure_detection": "manual", "N": self.n_stages, "nx": self.nx, "nu": self.nu, "ng": self.ng}
 
 
-def _stage_function(tr: Transcription, M: int, row_scale: np.ndarray) -> tuple[ca.Function, list, list, list]:
+def _stage_function(tr: Transcription, M: int, scales: Scales) -> tuple[ca.Function, list, list, list]:
     """(y, c, t_s) -> (path rows, [X[:, -1]; U[:, -1]], objective term) of M intervals (SX);
     with the path rows' bounds and equality flags."""
     s, d, nx, N = tr.settings, tr.d, tr.n_x, tr.N
     P = M * d
     ny, nc = nx + N, (nx + N) * P
-    sx, su = tr.sx, tr.su
+    sx, su, row_scale = scales.x, scales.u, scales.rows
     T = tr.tf - tr.t0
     tau = max(tr.reference.t_motion_end - tr.reference.t_motion_start, 1e-3)
     dt = np.tile(tr.h * np.diff(np.concatenate([[0.0], tr.rule.tau])), M)  # spacing of the points
@@ -146,7 +147,7 @@ def _stage_function(tr: Transcription, M: int, row_scale: np.ndarray) -> tuple[c
     Uall = ca.horzcat(u_prev, U)
     dU = Uall[:, 1:] - Uall[:, :-1]
     if s.torque_rate_max is not None:
-        rate = tr._per_motor(s.torque_rate_max, "nlp.torque_rate_max")
+        rate = tr.per_motor(s.torque_rate_max, "nlp.torque_rate_max")
         path.append(ca.vec(ca.diag(ca.DM(1.0 / rate)) @ dU / ca.repmat(ca.DM(dt).T, N, 1)))
         lbp.append(-np.ones(N * P))
         ubp.append(np.ones(N * P))
@@ -173,7 +174,7 @@ def build_stages(tr: Transcription, nlp: NlpProblem, intervals: int = 1) -> Stag
     nx = tr.n_x
     lay = StageLayout(tr, intervals)
     ny, S, ns = lay.ny, lay.S, lay.n_stage
-    stage, lbp, ubp, eq = _stage_function(tr, intervals, nlp.info["row_scale"])
+    stage, lbp, ubp, eq = _stage_function(tr, intervals, nlp.scales)
     W = ca.MX.sym("W", lay.n_w)
     body = ca.reshape(W[: S * ns], ns, S)
     Y, C, yS = body[:ny, :], body[ny:, :], W[S * ns:]
@@ -182,14 +183,14 @@ def build_stages(tr: Transcription, nlp: NlpProblem, intervals: int = 1) -> Stag
     g = ca.vec(ca.vertcat(ca.horzcat(Y[:, 1:], yS) - last, path))  # per stage: gap rows, then path rows
     f = ca.sum2(F)
     if tr.noncausal:  # the rest penalties of Transcription._objective: start state (y_0), end velocities (y_S)
-        f = f + REST_WEIGHT * (ca.sumsqr(Y[:nx, 0] - ca.DM(tr.x_rest / tr.sx)) + ca.sumsqr(yS[tr.nq:2 * tr.nq]))
-    f = f * nlp.info["objective_scale"]
+        f = f + REST_WEIGHT * (ca.sumsqr(Y[:nx, 0] - ca.DM(tr.x_rest / nlp.scales.x)) + ca.sumsqr(yS[tr.nq:2 * tr.nq]))
+    f = f * nlp.scales.objective
     lbx, ubx = np.full(lay.n_w, -np.inf), np.full(lay.n_w, np.inf)
     lbx[:nx], ubx[:nx] = nlp.lbx[:nx], nlp.ubx[:nx]
-    lbx[nx:ny] = ubx[nx:ny] = tr.u_rest / tr.su  # the torque before the horizon: rest (as in build)
+    lbx[nx:ny] = ubx[nx:ny] = tr.u_rest / nlp.scales.u  # the torque before the horizon: rest (as in build)
     lbx[lay.c_dst.ravel()] = nlp.lbx[lay.c_src.ravel()]
     ubx[lay.c_dst.ravel()] = nlp.ubx[lay.c_src.ravel()]
-    w0 = lay.from_transcription(nlp.w0, tr.u_rest / tr.su)
+    w0 = lay.from_transcription(nlp.w0, tr.u_rest / nlp.scales.u)
     lb_stage = np.concatenate([np.zeros(ny), lbp])
     ub_stage = np.concatenate([np.zeros(ny), ubp])
     return StageNlp(W, f, g, lay, lbx, ubx, np.tile(lb_stage, S), np.tile(ub_stage, S), w0,

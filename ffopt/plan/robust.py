@@ -107,8 +107,8 @@ def vibration_after_table(problem, traj, scale: float = ROBUST_SCALE) -> dict:
     from ffopt.control import from_trajectory
     from ffopt.control.laws import feedback_loop
     from ffopt.sim.plant import pd_gains
-    from ffopt.sim.settle import settle_duration, settle_grid
-    from ffopt.sim.cases import motor_hold, rest_state, settle_case, simulate_cases
+    from ffopt.sim.settle import SettleWindow, settle_duration, settle_grid
+    from ffopt.sim.cases import Case, Integration, motor_hold, settle_case, simulate_cases
 
     lp = _Loop(problem)
     m, ver, ref = lp.model, problem.verification, problem.reference
@@ -121,12 +121,12 @@ def vibration_after_table(problem, traj, scale: float = ROBUST_SCALE) -> dict:
     t_settle = settle_grid(ff.t[-1], window, problem.solver.step)
     hold_loop = motor_hold(lp.gains.kp, lp.gains.kd, lp.hold.qm, len(t_settle))
     plants = {"nominal": m, **{k: problem.with_values(v).model for k, v in mismatched_values(problem, scale).items()}}
-    sims = simulate_cases({label: (plant, ff.t, ff.u, rest_state(plant, ff.u[0], loop, lp.q0), loop, ff.hold)
-                           for label, plant in plants.items()}, ver.rtol)  # side by side, one thread per core
+    sims = simulate_cases({label: Case(plant, ff.u, loop, None, ff.hold).at_rest(lp.q0) for label, plant in plants.items()},
+                          ff.t, ver.rtol)  # side by side, one thread per core
     out = {}
     for label, plant in plants.items():
-        s, metrics = settle_case(label, plant, sims[label], lp.hold, hold_loop, t_settle, y_ref, tool_ref, m, 1.0,
-                                 1.0, ver.rtol)
+        s, metrics = settle_case(label, plant, sims[label], lp.hold, hold_loop,
+                                 SettleWindow(t_settle, y_ref, tool_ref, m, 1.0, 1.0), Integration(ver.rtol))
         tt = s.t - s.t[0]
         X = np.column_stack([np.ones_like(tt), tt])
         coef, *_ = np.linalg.lstsq(X, s.tool, rcond=None)

@@ -27,7 +27,7 @@ import casadi as ca
 import numpy as np
 
 from ffopt.errors import PathError, ProblemError
-from ffopt.reference.reference import Reference, _apply
+from ffopt.reference.reference import Reference, apply_function
 from ffopt.reference.time_laws import TimeLaw, get_time_law
 
 __all__ = ["line", "polyline", "arc", "circle_through", "arc_frame", "check_blends", "joint_ptp", "time_law_peak",
@@ -347,7 +347,7 @@ def joint_ptp(
     edges = sorted({rb, rb + d, *(rb + T[moving])})
     times = dict(t_motion_start=rb, t_motion_end=rb + d, t_end=rb + d + ra, time_law=law.name, breakpoints=edges)
     joint = Reference(t, qm, names=jn, **times)
-    out = _apply(forward_kinematics, qm, q0.size, "reference.forward_kinematics")
+    out = apply_function(forward_kinematics, qm, q0.size, "reference.forward_kinematics")
     nm = _names(names, out.numel(), "reference.names", "theta")
     ref = Reference(t, out, names=nm, joint=joint, **times)
     ts = np.linspace(rb, rb + d, max(int(n_check), 2))

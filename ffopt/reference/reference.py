@@ -257,7 +257,7 @@ class Reference:
 
     def map(self, function: ca.Function, names: Sequence[str] | None = None, *, field: str = "function") -> "Reference":
         """theta'(t) = function(theta(t)); the result keeps ``self`` as its ``joint`` path."""
-        out = _apply(function, self._motion, self.n_out, field)
+        out = apply_function(function, self._motion, self.n_out, field)
         if names is None:
             names = [f"theta{i}" for i in range(out.numel())]
         return Reference(
@@ -279,7 +279,7 @@ class Reference:
         )
 
 
-def _apply(function, arg: ca.SX, n_arg: int, field: str) -> ca.SX:
+def apply_function(function, arg: ca.SX, n_arg: int, field: str) -> ca.SX:
     """function(arg) as an SX column vector, with errors naming ``field``."""
     if not isinstance(function, ca.Function):
         raise ProblemError(f"{field} must be a casadi.Function, got {type(function).__name__}")

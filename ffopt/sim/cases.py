@@ -6,7 +6,7 @@ studies and the robust rest-to-rest plans."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import casadi as ca
 import numpy as np
@@ -14,7 +14,43 @@ import numpy as np
 from ffopt.errors import VerificationError
 from ffopt.models.flexible import FlexibleModel
 from ffopt.sim.plant import MotorPD, SimResult, StateFeedback, simulate, simulate_all
-from ffopt.sim.settle import Hold, SettleMetrics, settle_metrics
+from ffopt.sim.settle import Hold, SettleMetrics, SettleWindow, settle_metrics
+
+
+@dataclass(frozen=True)
+class Integration:
+    """How a case is integrated (CVODES): relative tolerance, absolute tolerance (None: rtol / 100), and the plant
+    as compiled C (``ffopt.sim.plant.compiled_plant``)."""
+
+    rtol: float
+    atol: float | None = None
+    compile: bool = True
+
+    @property
+    def absolute(self) -> float:
+        return self.rtol * 1e-2 if self.atol is None else self.atol
+
+
+@dataclass(frozen=True, eq=False)
+class Case:
+    """One verification case: the input table ``u`` applied to ``plant`` with the feedback ``loop`` (None: open
+    loop) from the pose ``q_start`` (None: where the loop holds the plant at rest, ``at_rest``), u held between
+    its rows by ``interpolation``; ``text`` says what the case is, ``after`` is the hold after the table (None:
+    the plan's static hold)."""
+
+    plant: FlexibleModel
+    u: np.ndarray
+    loop: MotorPD | StateFeedback | None
+    q_start: np.ndarray | None
+    interpolation: str
+    text: str = ""
+    after: Hold | None = None
+
+    def at_rest(self, q_guess) -> "Case":
+        """This case started from ``q_start``, else from where its loop holds the plant at rest under u[0]."""
+        if self.q_start is not None:
+            return self
+        return replace(self, q_start=rest_state(self.plant, self.u[0], self.loop, q_guess))
 
 
 @dataclass
@@ -46,42 +82,42 @@ def motor_hold(kp, kd, qm, n: int) -> MotorPD:
     return MotorPD(kp, kd, np.tile(qm, (n, 1)), np.zeros((n, len(qm))))
 
 
-def settle_case(name, plant, sim: SimResult, after: Hold, loop, t_settle, y_ref, tool_ref, model, tol_mm, tol_mrad,
-                rtol, compile: bool = True, atol: float | None = None) -> tuple[SimResult, SettleMetrics]:
+def settle_case(name, plant, sim: SimResult, after: Hold, loop, window: SettleWindow,
+                integration: Integration) -> tuple[SimResult, SettleMetrics]:
     """Simulate the settle window of one case from where its table left the plant, with the hold ``after``
-    (its input) and ``loop`` (the case's feedback about the held pose on the settle grid, or None). atol: CVODES's
-    absolute tolerance (default rtol / 100)."""
+    (its input) and ``loop`` (the case's feedback about the held pose on the settle grid, or None)."""
+    t_settle = window.t
     n = len(t_settle)
     z0 = None if sim.z is None or sim.z.size == 0 else sim.z[-1]
     try:
-        s = simulate(plant, t_settle, np.tile(after.u, (n, 1)), sim.q[-1], sim.v[-1], pd=loop, rtol=rtol,
-                     atol=rtol * 1e-2 if atol is None else atol, z0=z0, compile=compile)
+        s = simulate(plant, t_settle, np.tile(after.u, (n, 1)), sim.q[-1], sim.v[-1], pd=loop, rtol=integration.rtol,
+                     atol=integration.absolute, z0=z0, compile=integration.compile)
     except VerificationError as err:
         raise VerificationError(f"verification case {name!r}, after the table: {err}") from None
-    end_ref = np.tile(y_ref[-1], (n, 1))
-    end_tool = None if tool_ref is None else np.tile(tool_ref[-1], (n, 1))
-    e_mm, e_mrad = tool_errors(s, end_ref, end_tool, model.output_units)
+    end_ref = np.tile(window.y_ref[-1], (n, 1))
+    end_tool = None if window.tool_ref is None else np.tile(window.tool_ref[-1], (n, 1))
+    e_mm, e_mrad = tool_errors(s, end_ref, end_tool, window.model.output_units)
     text = "static torque of the final pose" + ("" if loop is None else " + motor PD on its static motor angles"
                                                 if isinstance(loop, MotorPD) else " + the state feedback about it")
-    return s, settle_metrics(model, sim, s, after, e_mm, e_mrad, tol_mm, tol_mrad, text)
+    return s, settle_metrics(window, sim, s, after, e_mm, e_mrad, text)
 
 
-def run_case(name, plant, t, u, q_start, loop, interpolation, rtol, compile: bool = True,
-             atol: float | None = None) -> SimResult:
+def run_case(name, case: Case, t, integration: Integration) -> SimResult:
+    """The table of ``case`` (with its start pose) on the grid t."""
     try:
-        return simulate(plant, t, u, q_start, None, pd=loop, rtol=rtol, atol=rtol * 1e-2 if atol is None else atol,
-                        interpolation=interpolation, compile=compile)
+        return simulate(case.plant, t, case.u, case.q_start, None, pd=case.loop, rtol=integration.rtol,
+                        atol=integration.absolute, interpolation=case.interpolation, compile=integration.compile)
     except VerificationError as err:
         raise VerificationError(f"verification case {name!r}: {err}") from None
 
 
-def simulate_cases(cases: dict, rtol, compile: bool = True, progress=None) -> dict[str, SimResult]:
-    """``run_case`` for {name: (plant, t, u, q_start, loop, interpolation)}, the integrations side by side
-    (``ffopt.sim.plant.simulate_all``: one thread per core, the same numbers; ``progress``: its heartbeat);
-    raises the first failure."""
-    requests = {name: dict(model=plant, t=t, u=u, q0=q_start, pd=loop, rtol=rtol, atol=rtol * 1e-2,
-                           interpolation=interpolation, compile=compile)
-                for name, (plant, t, u, q_start, loop, interpolation) in cases.items()}
+def simulate_cases(cases: dict[str, Case], t, rtol, compile: bool = True, progress=None) -> dict[str, SimResult]:
+    """``run_case`` for {name: case} on the grid t (every case with its start pose: ``Case.at_rest``), the
+    integrations side by side (``ffopt.sim.plant.simulate_all``: one thread per core, the same numbers;
+    ``progress``: its heartbeat); raises the first failure."""
+    requests = {name: dict(model=c.plant, t=t, u=c.u, q0=c.q_start, pd=c.loop, rtol=rtol, atol=rtol * 1e-2,
+                           interpolation=c.interpolation, compile=compile)
+                for name, c in cases.items()}
     sims = simulate_all(requests, progress=progress)
     for name, sim in sims.items():
         if isinstance(sim, VerificationError):

@@ -40,8 +40,8 @@ from ffopt.models.equilibrium import static_equilibrium
 from ffopt.models.beam_chain import link_bending, segment_coordinates, segmented_beam_model
 from ffopt.progress import heartbeat
 from ffopt.sim.baselines import reach
-from ffopt.sim.cases import motor_hold, run_case, settle_case, tool_errors
-from ffopt.sim.settle import Hold, Verdict, hold_pose
+from ffopt.sim.cases import Case, Integration, motor_hold, run_case, settle_case, tool_errors
+from ffopt.sim.settle import Hold, SettleWindow, Verdict, hold_pose
 
 REFERENCES = ("exact_beam", "modes")
 REL_CHANGE = 0.05  # converged: the judged error changes by less than this fraction between refinements
@@ -174,7 +174,8 @@ def run_on_plant(run: JudgedRun, plant, guess, rtol: float, atol: float, compile
     n_link = plant.layout.n_link
     q0 = static_equilibrium(plant, run.y_ref[0], guess(run.traj.q[0]), where=f"t = {run.t[0]:.4g} s ({plant.name})")
     name = f"{run.case} on {plant.name}"
-    sim = run_case(name, plant, run.t, run.traj.u, q0, run.loop, run.interpolation, rtol, compile=compile, atol=atol)
+    integration = Integration(rtol, atol, compile)
+    sim = run_case(name, Case(plant, run.traj.u, run.loop, q0, run.interpolation), run.t, integration)
     errors = tool_errors(sim, run.y_ref, run.tool_ref, plant.output_units)
     settle, settle_sim = None, None
     if run.t_settle is not None:
@@ -183,8 +184,8 @@ def run_on_plant(run: JudgedRun, plant, guess, rtol: float, atol: float, compile
         h = hold_pose(plant, q_end)
         after = Hold(h.u, h.qm if run.loop is not None else None, h.q, h.z)
         hold_loop = None if run.loop is None else motor_hold(run.kp, run.kd, after.qm, len(run.t_settle))
-        settle_sim, settle = settle_case(name, plant, sim, after, hold_loop, run.t_settle, run.y_ref, run.tool_ref,
-                                         plant, run.tol_mm, run.tol_mrad, rtol, compile=compile, atol=atol)
+        window = SettleWindow(run.t_settle, run.y_ref, run.tool_ref, plant, run.tol_mm, run.tol_mrad)
+        settle_sim, settle = settle_case(name, plant, sim, after, hold_loop, window, integration)
     return sim, errors, settle, settle_sim
 
 

@@ -24,6 +24,7 @@ with the case, the time, the error and the likely cause.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -132,20 +133,33 @@ class SettleMetrics:
         return d
 
 
-def settle_metrics(model, sim_move, sim_settle, hold: Hold, errors_mm, errors_mrad, tol_mm, tol_mrad,
+@dataclass(frozen=True, eq=False)
+class SettleWindow:
+    """The settle window after the table: its grid ``t``, the path's references on the table's grid (their last
+    rows: the pose to hold), and the model whose outputs (and tolerances ``tol_mm``, ``tol_mrad``) judge it."""
+
+    t: np.ndarray
+    y_ref: np.ndarray
+    tool_ref: np.ndarray | None
+    model: object  # ffopt.models.flexible.FlexibleModel
+    tol_mm: float
+    tol_mrad: float
+
+
+def settle_metrics(window: SettleWindow, sim_move, sim_settle, hold: Hold, errors_mm, errors_mrad,
                    hold_text: str) -> SettleMetrics:
     """Residual, settling time and distance from rest of one case (errors over the settle grid)."""
     t = sim_settle.t
-    outside = errors_mm > tol_mm
+    outside = errors_mm > window.tol_mm
     if errors_mrad is not None:
-        outside |= errors_mrad > tol_mrad
+        outside |= errors_mrad > window.tol_mrad
     if not outside.any():
         settling = 0.0
     elif outside[-1]:
         settling = None
     else:
         settling = float(t[np.nonzero(outside)[0][-1] + 1] - t[0])
-    L = model.layout
+    L = window.model.layout
     motor = list(L.motor_of_input)
     link = [i for i in range(L.n_link)]
     v_end = sim_move.v[-1]
@@ -198,10 +212,19 @@ class Verdict:
                 f"> {m['tolerance']:.3g} {m['unit']}; likely cause: {m['cause']}{more}")
 
 
-def judge(case, errors, settle: SettleMetrics | None, t_move, t_settle, tol_mm, tol_mrad, source: str,
-          end_state: dict | None, planned_mm: float | None = None) -> Verdict:
+class Tolerance(NamedTuple):
+    """The verdict's tolerances on the tool error: position (mm), angle (mrad), and where they come from."""
+
+    mm: float
+    mrad: float
+    source: str
+
+
+def judge(case, errors, settle: SettleMetrics | None, t_move, tolerance: Tolerance, end_state: dict | None,
+          planned_mm: float | None = None) -> Verdict:
     """The verdict on the judged case: its tool error during the move (errors: (mm, mrad or None) on the
-    plan's grid) and in the settle window."""
+    plan's grid t_move) and in the settle window."""
+    tol_mm, tol_mrad, source = tolerance
     misses = []
     e_mm, e_mrad = errors
     for err, tol, unit in ((e_mm, tol_mm, "mm"), (e_mrad, tol_mrad, "mrad")):

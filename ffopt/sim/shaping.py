@@ -39,10 +39,10 @@ def lowest_modes(model, q, kp, kd, n: int = 2, condition: str = "pd") -> list[tu
     """The n lowest vibration modes (natural frequency Hz, damping ratio) of the plant linearised at rest
     in q (``ffopt.analysis.linear``: holding torque, ``condition`` "pd": the motor PD kp, kd closed;
     "clamped": motors held), lowest first."""
-    from ffopt.analysis.linear import _boundary_condition, linearize, modes
+    from ffopt.analysis.linear import boundary_condition, linearize, modes
 
     lin = linearize(model, np.asarray(q, float))
-    md = modes(*_boundary_condition(model, lin, condition, (np.asarray(kp, float), np.asarray(kd, float))))
+    md = modes(*boundary_condition(model, lin, condition, (np.asarray(kp, float), np.asarray(kd, float))))
     return [(float(f), float(z)) for f, z in zip(md.natural_hz[:n], md.damping_ratio[:n])]
 
 

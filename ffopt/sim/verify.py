@@ -50,11 +50,11 @@ from ffopt.errors import VerificationError
 from ffopt.io.problem import VerificationSettings
 from ffopt.models.flexible import FlexibleModel
 from ffopt.sim.baselines import pd_only, rigid_feedforward
-from ffopt.sim.cases import (CaseError, case_error, motor_hold, rest_state, run_case,  # noqa: F401 (run_case:
+from ffopt.sim.cases import (Case, CaseError, Integration, case_error, motor_hold, rest_state, run_case,  # noqa: F401 (run_case:
                              settle_case, simulate_cases, tool_errors)  # imported from here by studies and tests)
 from ffopt.progress import heartbeat
 from ffopt.sim.plant import MotorPD, SimResult, compiled_plant, input_gains, pd_gains, plant_needs_compiling
-from ffopt.sim.settle import (JUDGED_CASE, Hold, Verdict, default_tolerances, held_eigenvalues, hold_pose, judge,
+from ffopt.sim.settle import (JUDGED_CASE, Hold, SettleWindow, Tolerance, Verdict, default_tolerances, held_eigenvalues, hold_pose, judge,
                               plan_end_state, settle_duration, settle_grid)
 
 CASE_SETS = ("default", "full")
@@ -162,9 +162,9 @@ def verify(model: FlexibleModel, reference, traj, settings: VerificationSettings
     # A plan for a stated hold has its table at the sample period: the PD references between the samples
     # are then the planned motion (cubic Hermite from the planned angle, speed and acceleration).
     pd = MotorPD(kp, kd, traj.qm, traj.dqm, _motor_accelerations(model, traj, hold) if "hold" in traj.stats else None)
-    runs = {  # name: (plant, u, PD loop, start (None: where the loop holds it), interpolation, text, hold after)
-        "feedforward_open_loop": (model, traj.u, None, q0, hold, f"plan torques{held}, no feedback", None),
-        "feedforward_pd": (model, traj.u, pd, q0, hold, f"plan torques{held} + motor PD on planned qm", None),
+    runs = {
+        "feedforward_open_loop": Case(model, traj.u, None, q0, hold, f"plan torques{held}, no feedback"),
+        "feedforward_pd": Case(model, traj.u, pd, q0, hold, f"plan torques{held} + motor PD on planned qm"),
     }
     skipped = {}
     if case_set == "full":
@@ -185,25 +185,23 @@ def verify(model: FlexibleModel, reference, traj, settings: VerificationSettings
         with heartbeat(say, lambda elapsed: f"compiling the plant: {elapsed:.0f} s"):
             compiled_plant(model, "pd", len(t))  # here, so that gcc's seconds are not silent
     cases, settle_sims, judged_errors = {}, {}, None
-    starts = {name: rest_state(plant, u[0], loop, q0) if qs is None else qs
-              for name, (plant, u, loop, qs, *_) in runs.items()}  # None: where the loop holds it at rest
+    runs = {name: case.at_rest(q0) for name, case in runs.items()}
     after_text = "" if t_settle is None else f", then {window:.3g} s after the table"
     say(f"verifying {', '.join(runs)}" + (f" ({min(len(runs), available_cores())} at a time)" if len(runs) > 1 else "")
         + after_text)
-    sims = simulate_cases({name: (plant, t, u, starts[name], loop, interpolation)
-                           for name, (plant, u, loop, qs, interpolation, *_) in runs.items()}, settings.rtol, compile,
-                          progress)
-    for name, (plant, u, loop, qs, interpolation, text, after) in runs.items():
+    sims = simulate_cases(runs, t, settings.rtol, compile, progress)
+    for name, case in runs.items():
         errors = tool_errors(sims[name], y_ref, tool_ref, model.output_units)
-        cases[name] = case_error(name, sims[name], y_ref, tool_ref, model.output_units, text, errors)
+        cases[name] = case_error(name, sims[name], y_ref, tool_ref, model.output_units, case.text, errors)
         if name == JUDGED_CASE:
             judged_errors = errors
         if t_settle is not None:
-            after = after or Hold(plan_hold.u, plan_hold.qm if loop is not None else None, plan_hold.q, plan_hold.z)
-            hold_loop = None if loop is None else motor_hold(kp, kd, after.qm, len(t_settle))
+            after = case.after or Hold(plan_hold.u, plan_hold.qm if case.loop is not None else None, plan_hold.q,
+                                       plan_hold.z)
+            hold_loop = None if case.loop is None else motor_hold(kp, kd, after.qm, len(t_settle))
             settle_sims[name], cases[name].settle = settle_case(
-                name, plant, sims[name], after, hold_loop, t_settle, y_ref, tool_ref, model, tol_mm, tol_mrad,
-                settings.rtol, compile)
+                name, case.plant, sims[name], after, hold_loop, SettleWindow(t_settle, y_ref, tool_ref, model, tol_mm,
+                                                                             tol_mrad), Integration(settings.rtol, compile=compile))
     gains = {"kp": kp.tolist(), "kd": kd.tolist(), "bandwidth_hz": settings.pd_bandwidth_hz,
              "damping_ratio": settings.pd_damping_ratio}
     if model.drives is not None:  # gains on the voltage; the torque gains they come from
@@ -213,26 +211,27 @@ def verify(model: FlexibleModel, reference, traj, settings: VerificationSettings
                                           "hold_input": plan_hold.u.tolist(),
                                           "hold_motor_angles_rad": plan_hold.qm.tolist(),
                                           "grid_step_s": float(t_settle[1] - t_settle[0])}
-    verdict = judge(JUDGED_CASE, judged_errors, cases[JUDGED_CASE].settle, t, t_settle, tol_mm, tol_mrad, tol_source,
+    verdict = judge(JUDGED_CASE, judged_errors, cases[JUDGED_CASE].settle, t, Tolerance(tol_mm, tol_mrad, tol_source),
                     end_state, traj.stats.get("planned_tool_error_max_mm"))
     refined = None
     if getattr(model, "links", None):  # flexible links: the plan also on more assumed modes (ffopt.sim.refined)
-        refined = _refined(model, t, traj, y_ref, tool_ref, runs[JUDGED_CASE], kp, kd, t_settle, judged_errors,
-                           cases[JUDGED_CASE].settle, tol_mm, tol_mrad, settings.rtol, verdict, say)
+        from ffopt.sim.refined import JudgedRun
+
+        judged = runs[JUDGED_CASE]
+        run = JudgedRun(t, traj, y_ref, tool_ref, judged.interpolation, judged.loop, kp, kd, t_settle, tol_mm,
+                        tol_mrad, settings.rtol, JUDGED_CASE)
+        refined = _refined(model, run, judged_errors, cases[JUDGED_CASE].settle, verdict, say)
     return VerificationReport(cases, sims, gains, settings.rtol, offset, skipped, case_set, settle_sims, settle,
                               end_state, verdict, refined)
 
 
-def _refined(model, t, traj, y_ref, tool_ref, run, kp, kd, t_settle, errors, settle, tol_mm, tol_mrad, rtol, verdict,
-             say=None):
-    """The judged case on the exact beam of a model with flexible links; adds its miss to ``verdict``."""
-    from ffopt.sim.refined import JudgedRun, judge_refined, verify_refined
+def _refined(model, run, errors, settle, verdict, say=None):
+    """The judged case ``run`` (a ``ffopt.sim.refined.JudgedRun``) on the exact beam of a model with flexible
+    links; adds its miss to ``verdict``."""
+    from ffopt.sim.refined import judge_refined, verify_refined
 
-    _, _, loop, _, interpolation, _, _ = run
-    judged = JudgedRun(t, traj, y_ref, tool_ref, interpolation, loop, kp, kd, t_settle, tol_mm, tol_mrad, rtol,
-                       JUDGED_CASE)
-    refined = verify_refined(model, judged, errors, settle, progress=say)
-    judge_refined(verdict, refined, tol_mm, tol_mrad)
+    refined = verify_refined(model, run, errors, settle, progress=say)
+    judge_refined(verdict, refined, run.tol_mm, run.tol_mrad)
     return refined
 
 
@@ -243,13 +242,13 @@ def _open_loop_growth(model, q_end) -> float:
     return float(np.real(held_eigenvalues(model, q_end, zero, zero)).max())
 
 
-def tolerances(model, settings) -> tuple[float, float, str]:
+def tolerances(model, settings) -> Tolerance:
     """(tolerance_mm, tolerance_mrad, where they come from): [verification]'s, else the defaults."""
     mm, mrad = default_tolerances(model)
     source = ("verification.tolerance_mm" if settings.tolerance_mm is not None
               else "default: 1e-4 of the arm's reach")
-    return (settings.tolerance_mm if settings.tolerance_mm is not None else mm,
-            settings.tolerance_mrad if settings.tolerance_mrad is not None else mrad, source)
+    return Tolerance(settings.tolerance_mm if settings.tolerance_mm is not None else mm,
+                     settings.tolerance_mrad if settings.tolerance_mrad is not None else mrad, source)
 
 
 def _motor_accelerations(model, traj, hold):
@@ -277,12 +276,12 @@ def _baseline_runs(model, reference, traj, t, q0, guess, kp, kd) -> dict:
     if model.drives is not None:  # the rigid torques as the voltages that make them (PD only: zero volts)
         rigid.u = model.drives.voltage_table(t, rigid.dqm, rigid.u)[0]
     return {
-        "feedforward_open_loop_cubic_u": (model, traj.u, None, q0, "cubic",
-                                          "plan torques as a cubic spline, no feedback", None),
-        "rigid_feedforward_pd": (model, rigid.u, MotorPD(kp, kd, rigid.qm, rigid.dqm), None, "linear",
-                                 "rigid-model torques + motor PD on rigid qm", Hold(rigid.u[-1], rigid.qm[-1])),
-        "pd_only": (model, none.u, MotorPD(kp, kd, none.qm, none.dqm), None, "linear",
-                    "no feedforward, motor PD on rigid qm", Hold(none.u[-1], none.qm[-1])),
+        "feedforward_open_loop_cubic_u": Case(model, traj.u, None, q0, "cubic",
+                                              "plan torques as a cubic spline, no feedback"),
+        "rigid_feedforward_pd": Case(model, rigid.u, MotorPD(kp, kd, rigid.qm, rigid.dqm), None, "linear",
+                                     "rigid-model torques + motor PD on rigid qm", Hold(rigid.u[-1], rigid.qm[-1])),
+        "pd_only": Case(model, none.u, MotorPD(kp, kd, none.qm, none.dqm), None, "linear",
+                        "no feedforward, motor PD on rigid qm", Hold(none.u[-1], none.qm[-1])),
     }
 
 
@@ -295,8 +294,7 @@ def _payload_runs(model, traj, pd, scales, skipped, hold="linear") -> dict:
             skipped[name] = "constant inertia matrix (no payload body to scale)"
             continue
         plant = model.variant(model.chain.with_payload_scale(s))
-        runs[name] = (plant, traj.u, pd, None, hold, f"plan torques + motor PD, last body mass and inertia x{s:g}",
-                      None)
+        runs[name] = Case(plant, traj.u, pd, None, hold, f"plan torques + motor PD, last body mass and inertia x{s:g}")
     return runs
 
 

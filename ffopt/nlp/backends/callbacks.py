@@ -16,7 +16,7 @@ import numpy as np
 from ffopt import interrupt
 from ffopt.nlp.backends.common import constraint_violation
 from ffopt.nlp.monitor import SolveMonitor
-from ffopt.nlp.transcription import NlpProblem
+from ffopt.nlp.problem import NlpProblem
 
 
 def prepared_derivatives(problem: NlpProblem):

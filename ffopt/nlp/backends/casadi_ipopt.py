@@ -15,7 +15,7 @@ import numpy as np
 from ffopt.nlp.backends.common import (NlpResult, constraint_violation, ipopt_options, not_started,
                                        run_ipopt_isolated)
 from ffopt.nlp.monitor import SolveMonitor
-from ffopt.nlp.transcription import NlpProblem
+from ffopt.nlp.problem import NlpProblem
 
 NEWTON_MAX_ITER = 30  # a square NLP that Newton has not solved by then goes to IPOPT
 

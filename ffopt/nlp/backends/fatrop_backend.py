@@ -25,7 +25,8 @@ import numpy as np
 from ffopt.nlp.backends.common import NlpResult, not_started
 from ffopt.nlp.monitor import SolveMonitor
 from ffopt.nlp.stages import build_stages
-from ffopt.nlp.transcription import NlpProblem, Transcription
+from ffopt.nlp.problem import NlpProblem
+from ffopt.nlp.transcription import Transcription
 
 
 def fatrop_options(warm: bool, tol: float, max_iter: int) -> dict:

@@ -26,7 +26,7 @@ from ffopt.nlp.backends.callbacks import IpoptCallbacks, prepared_derivatives
 from ffopt.nlp.backends.common import (IPOPT_STATUS_NAMES, SUCCESS_STATUSES, NlpResult, ipopt_options, not_started,
                                        run_ipopt_isolated)
 from ffopt.nlp.monitor import SolveMonitor
-from ffopt.nlp.transcription import NlpProblem
+from ffopt.nlp.problem import NlpProblem
 
 BACKEND = "ipopt-c"
 LIBRARIES = ("casadi", "cyipopt")

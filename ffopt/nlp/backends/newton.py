@@ -29,7 +29,7 @@ import scipy.sparse.linalg
 
 from ffopt.nlp.backends.common import NlpResult, not_started, stop_status
 from ffopt.nlp.monitor import SolveMonitor
-from ffopt.nlp.transcription import NlpProblem
+from ffopt.nlp.problem import NlpProblem
 
 
 def free_variables(problem: NlpProblem) -> np.ndarray | None:
@@ -43,7 +43,7 @@ def free_variables(problem: NlpProblem) -> np.ndarray | None:
     return free
 
 
-def _stage_solver(problem: NlpProblem, free: np.ndarray):
+def stage_solver(problem: NlpProblem, free: np.ndarray):
     """The transcription's Newton step by block forward substitution (stage order), where it has one and the
     free variables are all but the fixed start state; None otherwise (SuperLU). A singular block gives a
     non-finite step, and that iteration then takes SuperLU's."""
@@ -87,7 +87,7 @@ def solve_square(problem: NlpProblem, feas_tol: float, monitor: SolveMonitor, ma
         jac_mx = ca.Function("jac_g", [w_sym], [ca.jacobian(problem.g, w_sym)])
         jac_fun = lambda x: scipy.sparse.csc_matrix(jac_mx(x).sparse())  # noqa: E731
     f_fun = ca.Function("f", [w_sym], [problem.f])
-    by_stages = _stage_solver(problem, free)
+    by_stages = stage_solver(problem, free)
     t_build = time.perf_counter() - tic
 
     monitor.begin("Newton (square NLP)")

@@ -103,8 +103,8 @@ def build_pyomo_model(tr, nlp):
 
     s = tr.settings
     nx, N, n_out = tr.n_x, tr.N, tr.n_out
-    sx, su = tr.sx, tr.su
-    row_scale = nlp.info["row_scale"]
+    sx, su = nlp.scales.x, nlp.scales.u
+    row_scale = nlp.scales.rows
     m = pyo.ConcreteModel()
     # time in units of collocation intervals, s = (t - t0) / h: pyomo.dae rounds its points to
     # ~1e-6, which is then 1e-6 of an interval rather than 1e-6 s
@@ -120,8 +120,8 @@ def build_pyomo_model(tr, nlp):
         raise SolverError("pyomo backend: pyomo.dae collocation points differ from the transcription's")
     tc = times[1:]
 
-    eq = SxTranslator(tr._point["eq"])
-    err = SxTranslator(tr._point["err"])
+    eq = SxTranslator(tr.points.eq)
+    err = SxTranslator(tr.points.err)
     m.eq = pyo.ConstraintList()
     E = []
     for p, t in enumerate(tc):
@@ -140,7 +140,7 @@ def build_pyomo_model(tr, nlp):
         for i in range(nx):
             m.x[i, t0].fix(tr.x_rest[i] / sx[i])
     if s.torque_max is not None:
-        tmax = tr._per_motor(s.torque_max, "nlp.torque_max")
+        tmax = tr.per_motor(s.torque_max, "nlp.torque_max")
         for j in range(N):
             for t in tc:
                 m.u[j, t].setlb(-tmax[j] / su[j])
@@ -155,7 +155,7 @@ def build_pyomo_model(tr, nlp):
     dt = np.diff(phys)
     dU = [[su[j] * (m.u[j, all_t[p + 1]] - m.u[j, all_t[p]]) for p in range(len(tc))] for j in range(N)]
     if s.torque_rate_max is not None:
-        rate = tr._per_motor(s.torque_rate_max, "nlp.torque_rate_max")
+        rate = tr.per_motor(s.torque_rate_max, "nlp.torque_rate_max")
         m.rate = pyo.ConstraintList()
         for j in range(N):
             for p in range(len(tc)):
@@ -170,7 +170,7 @@ def _objective(tr, nlp, m, dU, E, dt, tc):
     T = tr.tf - tr.t0
     tau = max(tr.reference.t_motion_end - tr.reference.t_motion_start, 1e-3)
     quad = np.tile(tr.rule.weights * tr.h, tr.K)
-    N, su = tr.N, tr.su
+    N, su = tr.N, nlp.scales.u
     smooth = sum((dU[j][p] / su[j]) ** 2 / dt[p] for j in range(N) for p in range(len(tc))) * tau**2 / T
     if s.objective == "effort":
         f = sum(quad[p] * ((su[j] * m.u[j, t] - tr.u_rest[j]) / su[j]) ** 2
@@ -186,10 +186,10 @@ def _objective(tr, nlp, m, dU, E, dt, tc):
         from ffopt.nlp.transcription import REST_WEIGHT
 
         t0, tf = min(m.t), max(m.t)
-        nq, sx = tr.nq, tr.sx
+        nq, sx = tr.nq, nlp.scales.x
         f = f + REST_WEIGHT * (sum((m.x[i, t0] - tr.x_rest[i] / sx[i]) ** 2 for i in range(tr.n_x))
                                + sum(m.x[i, tf] ** 2 for i in range(nq, 2 * nq)))
-    return nlp.info["objective_scale"] * f
+    return nlp.scales.objective * f
 
 
 # ----------------------------------------------------------------------------- .nl -> CasADi -> IPOPT
@@ -253,8 +253,8 @@ def _initialise(tr, nlp, m) -> dict:
     X0 = w0[:nx]
     X = w0[nx:nx * (1 + n_pts)].reshape(n_pts, nx).T
     U = w0[nx * (1 + n_pts):].reshape(n_pts, N).T
-    Xall = np.column_stack([X0, X]) * tr.sx[:, None]
-    xd = tr.state_derivatives(Xall) * tr.h / tr.sx[:, None]  # d/ds, s = (t - t0) / h
+    Xall = np.column_stack([X0, X]) * nlp.scales.x[:, None]
+    xd = tr.grid.state_derivatives(Xall) * tr.h / nlp.scales.x[:, None]  # d/ds, s = (t - t0) / h
     times = sorted(m.t)
     index = {}
     for i in range(nx):

@@ -182,3 +182,12 @@ def test_bench_motion_table_side_by_side():
     topp, ffopt_row = rows["TOPP-RA (rigid, lower bound)"], rows["ffopt minimum time, 8 terms"]
     assert ffopt_row[0] > topp[0] and ffopt_row[1] >= 1.0 and ffopt_row[2] <= 1.0
     assert rows["Ruckig within the bounds"][0] > topp[0]
+
+
+def test_a_bound_below_the_holding_torque_is_named_as_such():
+    """Under gravity a bound below the static torque of the path's end cannot be met by any duration: the search
+    stops when a longer move no longer lowers the ratio and says why."""
+    data = one_link(torque_max=1.0)
+    data["model"]["gravity"] = [0.0, -9.81, 0.0]  # the link horizontal at the end: 2 kg x 9.81 x 0.5 m = 9.8 N m
+    with pytest.raises(ProblemError, match="holding the arm against gravity"):
+        minimum_time(problem_from_dict(data), n_shape=4, lower_bound=False)

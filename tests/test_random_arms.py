@@ -253,20 +253,27 @@ def test_the_slow_draws_do_not_depend_on_what_the_process_loaded():
     assert fresh == repr(drawn_arms(4, ("planar2", "spatial3"), 7))
 
 
-def _check_minimum_time(arm: dict, share: float = 0.8):
-    """The shortest rest-to-rest move of a drawn arm under share x its default plan's peak torque per motor: it
-    plans (BDF rest to rest, or the non-causal NLP for a non-minimum-phase arm), its plan is verified, ends at
-    rest and stays within the bound (1e-3: the search stops within FEASIBLE)."""
+def _check_minimum_time(arm: dict):
+    """The shortest rest-to-rest move of a drawn arm under the peak torques of its plan of a twice longer move (a
+    bound every arm can meet, whatever its holding torques): it plans (BDF rest to rest, or the non-causal NLP for
+    a non-minimum-phase arm) in at most that long, its plan is verified, ends at rest and stays within the bound
+    (2e-3: the search stops within FEASIBLE)."""
+    from ffopt.dae.rest_to_rest import with_duration_factor
     from ffopt.models.equilibrium import ends_at_rest
     from ffopt.plan import minimum_time_of
 
     problem = problem_of(arm)
-    base = ffopt.plan(problem, verify=False)
-    bound = share * np.abs(base.trajectory.u).max(axis=0)
+    slower = ffopt.plan(with_duration_factor(problem, 2.0), verify=False)
+    peak = np.abs(slower.trajectory.u).max(axis=0)
+    # 2 % above (a peak that is a holding torque stays at any duration); a motor that holds nothing: not a bound of
+    # numerical noise
+    bound = 1.02 * np.maximum(peak, 1e-3 * peak.max())
     found = minimum_time_of(problem.with_values({"nlp.torque_max": bound.tolist()}), lower_bound=False)
+    assert found.duration_s <= 2.02 * problem.reference_spec.duration
     result = ffopt.plan(found.problem)
     assert result.verification.verdict.status == "verified", result.verification.verdict
-    assert ends_at_rest(result.problem.model, result.trajectory)[0]
+    if result.trajectory.method.startswith("bdf"):  # rest to rest by its law; an NLP plan by its post-actuation, to
+        assert ends_at_rest(result.problem.model, result.trajectory)[0]  # the verdict's residual (bounded: a penalty)
     assert np.all(np.abs(result.trajectory.u).max(axis=0) <= bound * (1 + 2e-3))
     return found
 

@@ -177,13 +177,19 @@ def minimum_time(problem, limits: MotionLimits | None = None, duration_max: floa
             infeasible = (T, p if rest else np.inf, c)
         if feasible and infeasible and feasible[0] / infeasible[0] - 1 <= REL_TOL:
             break
+        if feasible is None and _static_bound(search.history):
+            break  # a longer move no longer lowers the ratio: the holding torque, not the motion, exceeds a limit
         T = _next_duration(search.history, feasible, infeasible, T_max)
         if T is None:
             break
     if feasible is None:
+        static = _static_bound(search.history)
         raise ProblemError(f"{problem.source}: no rest-to-rest move within the limits up to {T_max:.4g} s "
                            f"(searched {[round(h['duration_s'], 4) for h in search.history]} s; largest ratio "
-                           f"{search.history[-1]['peak_ratio']:.3g}); raise the limits or reference.duration_max")
+                           f"{search.history[-1]['peak_ratio']:.3g})" + (
+                               ": a longer move no longer lowers it, so holding the arm against gravity along the path "
+                               "needs more than a limit allows; raise that limit" if static else
+                               "; raise the limits or reference.duration_max"))
     T, p, c = feasible
     return MinimumTime(search.problem_at(T, c), T, [float(x) for x in c], p, search.history,
                        bound[0] if bound else None, bound[1] if bound else None,
@@ -256,6 +262,17 @@ def _route(problem, planner, say) -> str:
     say("minimum time: which route plans this arm (method auto at the problem's duration)")
     first = planner(_unbounded(problem).with_values({"solver.end_at_rest": False, "solver.method": "auto"}))
     return "bdf" if first.method.startswith("bdf") else "nlp"
+
+
+def _static_bound(history: list[dict]) -> bool:
+    """Whether the last two searches, at durations at least 1.4x apart, both at rest and infeasible, differ in their
+    ratio by less than 1 %: what exceeds the limit does not scale with the move's speed (a holding torque)."""
+    done = [h for h in history if h["at_rest"] and np.isfinite(h["peak_ratio"])]
+    if len(done) < 2:
+        return False
+    a, b = sorted(done[-2:], key=lambda h: h["duration_s"])
+    return (b["duration_s"] >= 1.4 * a["duration_s"] and b["peak_ratio"] > FEASIBLE
+            and a["peak_ratio"] - b["peak_ratio"] < 0.01 * b["peak_ratio"])
 
 
 def _next_duration(history: list[dict], feasible, infeasible, T_max: float) -> float | None:

@@ -113,3 +113,25 @@ def test_monte_carlo_is_the_same_on_any_number_of_workers(e12, rest_table):
     # the nominal plant: at rest at the end point (the plan rests, the static offset is zero)
     nominal = monte_carlo(problem, table, [type(some[0])("nominal", np.zeros(4), {})], processes=1)
     assert nominal.runs[0].static_offset_mm < 1e-6 and nominal.runs[0].residual_mm < 0.05
+
+
+def test_problem_file_holds_the_uncertainty_table(e12):
+    from ffopt.motion.uncertainty import problem_uncertainty
+
+    data = e12.to_dict()
+    data["uncertainty"] = {"samples": 32, "seed": 2, "ranges": RANGES}
+    problem = ffopt.Problem.from_dict(data, "robust.toml")
+    u = problem_uncertainty(problem)
+    assert (u.samples, u.seed, len(u.ranges)) == (32, 2, 4)
+    assert problem_uncertainty(e12) is None
+    assert "uncertainty" in problem.to_toml()  # kept when the problem is written
+    data["uncertainty"]["ranges"] = {"model.joints.q1.stiffness": "+-200%"}
+    with pytest.raises(ProblemError, match="robust.toml: uncertainty.ranges"):
+        problem_uncertainty(ffopt.Problem.from_dict(data, "robust.toml"))
+
+
+def test_reference_takes_the_ei_shapers(e12):
+    for kind, periods in (("ei", 1.0), ("zvd", 1.0)):
+        p = e12.with_values({"reference.shaper": kind, "reference.shaper_modes": [[1.0, 0.1]]})
+        ref = p.reference
+        assert ref.t_motion_end - ref.t_motion_start == pytest.approx(0.3 + periods / np.sqrt(1 - 0.01), rel=1e-6)

@@ -62,7 +62,7 @@ from ffopt.reference.prefilter import DEFAULT_SETTLE_TOLERANCE, RAW_KINDS, Butte
 from ffopt.reference.time_laws import TIME_LAWS, TimeLaw, shaped_time_law
 
 KINDS = ("line", "polyline", "arc", "joint_ptp", "prefilter")
-SHAPERS = ("zv", "zvd")  # ffopt.reference.shaping
+SHAPERS = ("zv", "zvd", "ei", "ei2")  # ffopt.reference.shaping
 TIME_LAW_KEYS = ("time_law", "time_law_shape", "shaper", "shaper_modes")  # not of a prefiltered move
 # Default prefilter order: the smallest that gives a continuous motor torque, + PREFILTER_MARGIN.
 PREFILTER_MARGIN = 1
@@ -82,9 +82,10 @@ _COMMON = {
                                 "law then also C^(n+2) at the rests: the torque table does not alternate there); "
                                 "default none"),
     "shaper": Field("str", choices=SHAPERS,
-                    doc="input shaper convolved with the time law (Singer & Seering): zv or zvd impulses on each "
-                        "of shaper_modes; the motion is longer by the shaper's duration (half a damped period per "
-                        "mode for zv, a whole one for zvd) and the exact inverse tracks the shaped path. Set by "
+                    doc="input shaper convolved with the time law (Singer & Seering; EI: Singhose, Seering & "
+                        "Singer): zv, zvd, ei or ei2 (two-hump EI) impulses on each of shaper_modes; the motion is "
+                        "longer by the shaper's duration (half a damped period per mode for zv, a whole one for zvd "
+                        "and ei, 1.5 for ei2) and the exact inverse tracks the shaped path. Set by "
                         "solver.robust_rest; default none"),
     "shaper_modes": Field("matrix",
                           doc="the modes the shaper cancels, one row [natural frequency Hz, damping ratio] each "

@@ -31,7 +31,7 @@ import numpy as np
 from ffopt.errors import ProblemError
 
 __all__ = ["Range", "Uncertainty", "Plant", "uncertainty_from_dict", "expand_field", "vertex_points",
-           "design_points", "plants", "MAX_ALL_VERTICES", "MAX_VERTICES", "DEFAULT_SAMPLES"]
+           "design_points", "plants", "problem_uncertainty", "MAX_ALL_VERTICES", "MAX_VERTICES", "DEFAULT_SAMPLES"]
 
 DEFAULT_SAMPLES = 64
 MAX_ALL_VERTICES = 6  # up to this many fields: all 2^d vertices (64); more: axis extremes + capped corners
@@ -292,3 +292,9 @@ def plants(problem, ranges: Uncertainty, n: int | None = None, seed: int | None 
         values = ranges.values(x)
         out.append(Plant(label, x, values, problem.with_values(values) if build else None))
     return out
+
+
+def problem_uncertainty(problem) -> Uncertainty | None:
+    """The problem file's ``[uncertainty]`` table validated (None without one)."""
+    raw = problem.to_dict() if getattr(problem, "raw", None) is not None else {}
+    return uncertainty_from_dict(raw.get("uncertainty"), problem)

@@ -92,7 +92,8 @@ class MonteCarlo:
         cycles = [r.settled_cycle_s for r in self.runs]
         known = np.array([c for c in cycles if c is not None])
         self.stats["settled_cycle_s"] = {
-            "min": float(known.min()) if known.size else None, "median": float(np.median(known)) if known.size else None,
+            "min": float(known.min()) if known.size else None,
+            "median": float(np.median(known)) if known.size else None,
             "max": float(known.max()) if known.size else None, "not_settled": sum(c is None for c in cycles)}
 
     @property
@@ -119,7 +120,8 @@ class MonteCarlo:
         w = self.worst
         vals = ", ".join(f"{k.rsplit('.', 2)[-2]}.{k.rsplit('.', 1)[-1]} {_fmt(v)}" for k, v in w.values.items())
         return (f"Monte Carlo, {len(self.runs)} plants ({self.wall_s:.1f} s, {self.workers} workers, {self.where}):\n"
-                f"  during the move: {line('max_mm')}\n  after the table (about the plant's rest): {line('residual_mm')}\n"
+                f"  during the move: {line('max_mm')}\n"
+                f"  after the table (about the plant's rest): {line('residual_mm')}\n"
                 f"  from the end point (static offset included): {line('end_error_mm')}\n  settled cycle: {cyc}\n"
                 f"  worst plant: {w.label} ({vals}): {w.residual_mm:.3g} mm after the table; "
                 + ("within" if self.within_tolerance else "NOT within") + f" the tolerance {self.tolerance_mm:.3g} mm")
@@ -238,12 +240,14 @@ def _on_processes(jobs, workers: int, say) -> list[PlantRun]:
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
         futures = {pool.submit(simulate_plant, job): k for k, job in enumerate(jobs)}
         out: list = [None] * len(jobs)
-        pending = set(futures)
+        pending, last = set(futures), time.perf_counter()
         while pending:
             done, pending = wait(pending, timeout=PROGRESS_EVERY_S, return_when=FIRST_COMPLETED)
             for f in done:
                 out[futures[f]] = f.result()
-            say(f"Monte Carlo: {len(jobs) - len(pending)}/{len(jobs)} plants ({workers} processes)")
+            if time.perf_counter() - last >= PROGRESS_EVERY_S or not pending:
+                say(f"Monte Carlo: {len(jobs) - len(pending)}/{len(jobs)} plants ({workers} processes)")
+                last = time.perf_counter()
     return out
 
 
@@ -258,13 +262,15 @@ def _on_dask(jobs, scheduler, say) -> tuple[list[PlantRun], int, str]:
     try:
         workers = max(1, sum(w.get("nthreads", 1) for w in client.scheduler_info()["workers"].values()))
         futures = client.map(simulate_plant, jobs, pure=False)
-        pending = list(futures)
+        pending, last = list(futures), time.perf_counter()
         while pending:
             try:
                 pending = list(dask_wait(pending, timeout=PROGRESS_EVERY_S, return_when="FIRST_COMPLETED").not_done)
             except TimeoutError:  # none finished within the interval
                 pass
-            say(f"Monte Carlo: {len(jobs) - len(pending)}/{len(jobs)} plants (Dask, {workers} threads)")
+            if time.perf_counter() - last >= PROGRESS_EVERY_S or not pending:
+                say(f"Monte Carlo: {len(jobs) - len(pending)}/{len(jobs)} plants (Dask, {workers} threads)")
+                last = time.perf_counter()
         return client.gather(futures), workers, str(client.scheduler.address)
     finally:
         if own:

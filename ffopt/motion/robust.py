@@ -184,7 +184,7 @@ def robust_rest_plan(problem, ranges, move_s: float | None = None, shaper: str |
     rest search with scenario rows of the n_scenarios worst vertices (an active set; measured on E12 to gain a
     few per cent, see results/robust.md). samples: the Monte Carlo over that many plants at the end (None: the
     ranges' samples; 0: none)."""
-    from ffopt.dae.rest_to_rest import shape_for_rest_cached
+    from ffopt.dae.rest_to_rest import ends_at_rest
     from ffopt.motion.monte_carlo import _nominal_tolerance, monte_carlo, table_of_plan
     from ffopt.motion.uncertainty import plants, vertex_points
 
@@ -204,33 +204,35 @@ def robust_rest_plan(problem, ranges, move_s: float | None = None, shaper: str |
         if base < 0.25 * spec.duration:
             return  # the shaper alone takes the move
         p = _law_problem(problem, design, base)
-        c, _ = shape_for_rest_cached(p, n_shape, progress=say)
+        c = rest_law(p, n_shape, say)
         p = _law_problem(problem, design, base, c)
         traj = _solve(p)
+        at_rest = ends_at_rest(p.model, traj)[0]
         runs = _vertex_runs(p, traj, vertices, processes)
         worst = max(r.residual_mm for r in runs.runs)
         tried.append({"design": None if design is None else [design[0], [list(m) for m in design[1]]],
-                      "base_s": base, "worst_vertex_mm": worst, "worst_label": runs.worst.label,
-                      "problem": p, "traj": traj, "runs": runs})
+                      "base_s": float(base), "worst_vertex_mm": worst, "worst_label": runs.worst.label,
+                      "at_rest": at_rest, "problem": p, "traj": traj, "runs": runs})
         say(f"robust rest: {_design_text(design)}, base law {base:.3g} s: worst vertex residual {worst:.3g} mm "
-            f"({runs.worst.label})")
+            f"({runs.worst.label})" + ("" if at_rest else "; NOT at rest on the nominal model (not a candidate)"))
 
     for design in designs:
         attempt(design)
     if shaper is not None and tried:
-        k = _parabola_vertex([(d["design"][1][0][0] / f1, d["worst_vertex_mm"]) for d in tried])
+        k = _parabola_vertex([(d["design"][1][0][0] / f1, d["worst_vertex_mm"]) for d in tried if d["at_rest"]])
         if k is not None:  # the scan's best refined once: the vertex of the parabola through it and its neighbours
             attempt((shaper, [(k * f1, zs[0])]))
-        f_best = min(tried, key=lambda d: d["worst_vertex_mm"])["design"][1][0][0]
+        f_best = min(tried, key=_rank)["design"][1][0][0]
         for z in zs[1:]:  # then the other design dampings at the best frequency
             attempt((shaper, [(f_best, z)]))
     if not tried:
         raise ValueError(f"no {shaper} design fits a {move_s:.3g} s move (the base law would be shorter than a "
                          "quarter of the problem's)")
-    best = min(tried, key=lambda d: d["worst_vertex_mm"])
+    best = min(tried, key=_rank)
     p, traj, runs, worst = best["problem"], best["traj"], best["runs"], best["worst_vertex_mm"]
     design = None if best["design"] is None else (best["design"][0], [tuple(m) for m in best["design"][1]])
     record = [{k: v for k, v in d.items() if k not in ("problem", "traj", "runs")} for d in tried]
+    worst = float(worst)
     chosen = [r.label for r in sorted(runs.runs, key=lambda r: -r.residual_mm)[:n_scenarios]]
     if scenario_rounds and worst > tol:
         p, traj, worst, more = _refine(problem, p, traj, runs, design, best["base_s"], chosen, scenario_rounds,
@@ -243,15 +245,53 @@ def robust_rest_plan(problem, ranges, move_s: float | None = None, shaper: str |
         out.monte_carlo = monte_carlo(p, table_of_plan(p, traj), plants(problem, ranges, n, build=False),
                                       processes=processes, progress=say)
     out.wall_s = time.perf_counter() - tic
-    out.message = (f"{_design_text(design)}: worst residual over the vertices {worst:.3g} mm "
+    out.message = (("" if best["at_rest"] else "no design rests on the nominal model in this move; the best: ")
+                   + f"{_design_text(design)}: worst residual over the vertices {worst:.3g} mm "
                    + ("within" if worst <= tol else "NOT within") + f" the tolerance {tol:.3g} mm "
                    f"in a {out.move_s:.4g} s move")
     return out
 
 
+def _rank(tried: dict) -> tuple:
+    """Designs that rest on the nominal model first, then by the worst vertex residual."""
+    return (not tried["at_rest"], tried["worst_vertex_mm"])
+
+
+def rest_law(problem, n_shape: int, say) -> np.ndarray:
+    """``shape_for_rest``'s coefficients for the problem's own move (no longer moves tried: the move is given),
+    kept on disk as ``shape_for_rest_cached`` keeps its own (under another key)."""
+    import hashlib
+    import json
+    import os
+
+    import ffopt
+    from ffopt.dae.bdf import _cache_dir
+    from ffopt.dae.rest_to_rest import JUNCTION_EXTRA, shape_for_rest
+
+    text = f"{ffopt.__version__}\n{n_shape}\njunction+{JUNCTION_EXTRA}\n{problem.to_toml()}"
+    path = _cache_dir(None) / f"rest_own_{hashlib.sha256(text.encode()).hexdigest()[:32]}.json"
+    plain = _cache_dir(None) / f"rest_{hashlib.sha256(text.encode()).hexdigest()[:32]}.json"  # shape_for_rest_cached's
+    for saved in (path, plain):
+        try:
+            return np.asarray(json.loads(saved.read_text())["c"], float)  # the own move's law in either
+        except (OSError, ValueError, KeyError):
+            pass
+    c, _ = shape_for_rest(problem, n_shape, duration_factors=(), progress=say)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"c": [float(x) for x in c]}))
+        tmp.replace(path)
+    except OSError:
+        pass
+    return c
+
+
 def _parabola_vertex(points) -> float | None:
     """The abscissa of the least point's parabola through it and its neighbours (None at an end of the scan)."""
     points = sorted(points)
+    if len(points) < 3:
+        return None
     i = min(range(len(points)), key=lambda j: points[j][1])
     if i == 0 or i == len(points) - 1:
         return None

@@ -135,3 +135,12 @@ def test_reference_takes_the_ei_shapers(e12):
         p = e12.with_values({"reference.shaper": kind, "reference.shaper_modes": [[1.0, 0.1]]})
         ref = p.reference
         assert ref.t_motion_end - ref.t_motion_start == pytest.approx(0.3 + periods / np.sqrt(1 - 0.01), rel=1e-6)
+
+
+def test_an_interval_may_set_a_field_the_problem_leaves_out(e12):
+    u = uncertainty_from_dict({"ranges": {"model.payload.mass": [0.0, 5.0]}}, e12)  # E12 has no [model.payload]
+    assert u.ranges[0].nominal is None
+    heavy = plants(e12, u, 2)[1]
+    assert heavy.problem.to_dict()["model"]["payload"] == {"mass": 5.0}
+    with pytest.raises(ProblemError, match="no such numeric field"):  # a relative range needs a nominal value
+        uncertainty_from_dict({"ranges": {"model.payload.mass": "+-20%"}}, e12)

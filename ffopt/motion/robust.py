@@ -10,7 +10,7 @@ module makes small, in a move of a given length. The formulation, chosen by meas
    vibration reduction using vector diagrams to generate shaped inputs) on the lowest mode of the arm held by
    the motor PD, the base law as long as the move leaves. Its design frequency and damping are not the
    nominal mode's: the mode moves to 0.82-1.09 Hz over the vertices (nominal 0.948 Hz), and the faster modes
-   (5-7 Hz, damping 0.1-0.2) ring on the plants the base law excites with its end. A one-parameter minimax
+   (5-7 Hz, damping 0.1-0.2) ring on the plants the base law excites with its end. A small minimax
    scan (the design frequency k f at 1.4 times the mode's damping, k in DESIGN_FACTORS, the vertex of a
    parabola through the best three, then the damping at the best k) picks the least worst vertex residual;
    each candidate is made rest to rest on the nominal model (``ffopt.dae.rest_to_rest``) and run on every
@@ -21,8 +21,8 @@ module makes small, in a move of a given length. The formulation, chosen by meas
    nominal hold, weighted by the observability Gramian of its tool output held by the PD
    (|R e|^2 = int |y|^2 dt of the free response, mm s^0.5), Jacobians by finite differences as the rest
    search's; the worst vertex joins the scenarios after each round (minimax by an active set). Off by default
-   (scenario_rounds = 0): on the scan's best E12 design it gained 7.18 -> 7.17 mm in 4 minutes; on a worse one
-   (EI at 1.04 Hz) 11.1 -> 8.4 mm.
+   (scenario_rounds = 0): on an E12 design near the best (EI at 1.09 Hz, damping 0.215) it gained 7.18 -> 7.17
+   mm in 4 minutes; on a worse one (EI at 1.04 Hz, damping 0.2) 11.1 -> 8.4 mm.
 
 What does not work (measured, results/robust.md): scenario rows alone, without a shaper (a 1.05 s move:
 199 -> 191 mm; the base law's 8 shaping terms move the lowest mode's residual in two directions only, the
@@ -174,7 +174,8 @@ def robust_rest_plan(problem, ranges, move_s: float | None = None, shaper: str |
     of ``move_s`` (default: the problem's duration plus one period of the PD-held mode, what an EI shaper costs,
     rounded down to 10 ms).
 
-    The path's time law is a base law convolved with ``shaper`` ("ei", "ei2", "zvd") on the PD-held mode
+    First the problem's own move (made rest to rest): if its worst vertex residual is within the tolerance, it is the
+    plan. Else the path's time law is a base law convolved with ``shaper`` ("ei", "ei2", "zvd") on the PD-held mode
     (``pd_held_mode``: f, zeta), designed for the frequency k f (k in ``factors``, then the vertex of a parabola
     through the best three) at the damping ratio damping_factors[0] zeta, then at the best frequency with the
     other damping factors; the base law is as long as the move leaves. Each design is made rest to rest on the
@@ -200,8 +201,8 @@ def robust_rest_plan(problem, ranges, move_s: float | None = None, shaper: str |
     tried = []
 
     def attempt(design):
-        base = spec.duration if design is None else move_s - shaper_duration(*design)
-        if base < 0.25 * spec.duration:
+        base = None if design is None else move_s - shaper_duration(*design)
+        if base is not None and base < 0.25 * spec.duration:
             return  # the shaper alone takes the move
         p = _law_problem(problem, design, base)
         c = rest_law(p, n_shape, say)
@@ -211,18 +212,24 @@ def robust_rest_plan(problem, ranges, move_s: float | None = None, shaper: str |
         runs = _vertex_runs(p, traj, vertices, processes)
         worst = max(r.residual_mm for r in runs.runs)
         tried.append({"design": None if design is None else [design[0], [list(m) for m in design[1]]],
-                      "base_s": float(base), "worst_vertex_mm": worst, "worst_label": runs.worst.label,
+                      "base_s": float(p.reference_spec.duration), "worst_vertex_mm": worst,
+                      "worst_label": runs.worst.label,
                       "at_rest": at_rest, "problem": p, "traj": traj, "runs": runs})
-        say(f"robust rest: {_design_text(design)}, base law {base:.3g} s: worst vertex residual {worst:.3g} mm "
-            f"({runs.worst.label})" + ("" if at_rest else "; NOT at rest on the nominal model (not a candidate)"))
+        say(f"robust rest: {_design_text(design)}, base law {p.reference_spec.duration:.3g} s: worst vertex residual "
+            f"{worst:.3g} mm ({runs.worst.label})" + ("" if at_rest else "; NOT at rest on the nominal model"))
 
+    if shaper is not None:
+        attempt(None)  # the problem's own move first: if it holds on every vertex, it is the shortest plan
+        if tried and tried[0]["at_rest"] and tried[0]["worst_vertex_mm"] <= tol:
+            designs = []
     for design in designs:
         attempt(design)
-    if shaper is not None and tried:
-        k = _parabola_vertex([(d["design"][1][0][0] / f1, d["worst_vertex_mm"]) for d in tried if d["at_rest"]])
+    shaped = [d for d in tried if d["design"] is not None]
+    if shaped:
+        k = _parabola_vertex([(d["design"][1][0][0] / f1, d["worst_vertex_mm"]) for d in shaped if d["at_rest"]])
         if k is not None:  # the scan's best refined once: the vertex of the parabola through it and its neighbours
             attempt((shaper, [(k * f1, zs[0])]))
-        f_best = min(tried, key=_rank)["design"][1][0][0]
+        f_best = min(shaped, key=_rank)["design"][1][0][0]
         for z in zs[1:]:  # then the other design dampings at the best frequency
             attempt((shaper, [(f_best, z)]))
     if not tried:

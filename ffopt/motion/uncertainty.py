@@ -13,7 +13,8 @@ names model fields by the dotted names of ``ffopt simulate --set`` / ``Problem.w
     "model.payload.mass" = [0.0, 5.0]      # an absolute interval
 
 A relative range scales the nominal value (a vector field, e.g. ``inertia_diag``, as a whole); an interval
-sets a scalar field. ``uncertainty_from_dict`` validates the table with errors naming the field (unknown,
+sets a scalar field (also one the problem leaves out, e.g. a payload's mass on an arm without ``[model.payload]``:
+each plant sets it, the nominal problem keeps its default). ``uncertainty_from_dict`` validates the table with errors naming the field (unknown,
 empty range, a value that makes the model unphysical); ``plants`` builds the plants: every vertex of the box
 (with many fields the 2 d axis extremes and a capped set of corners, ``vertex_points``), then a scrambled
 Sobol design (Sobol, on the distribution of points in a cube; Owen's scrambling) with the seed, so that the
@@ -146,6 +147,17 @@ def expand_field(raw: dict, key: str, source: str) -> list[tuple[str, object]]:
     return out
 
 
+def _fields(raw: dict, key: str, source: str, relative: bool) -> list[tuple[str, object]]:
+    """``expand_field``; an absolute interval may also name a field the problem leaves out (its default: e.g.
+    a payload's mass on an arm without [model.payload]), which each plant then sets."""
+    try:
+        return expand_field(raw, key, source)
+    except ProblemError:
+        if relative or "*" in key:
+            raise
+        return [(key, None)]
+
+
 def _is_number(x) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
@@ -175,7 +187,7 @@ def _bounds(spec, where: str) -> tuple[float, float, bool]:
 def _check_physical(name: str, nominal, lo: float, hi: float, relative: bool, where: str) -> None:
     """A stiffness, inertia, ratio must stay > 0, a mass or damping >= 0 over the whole range."""
     leaf = name.rsplit(".", 1)[-1]
-    nom = np.atleast_1d(np.asarray(nominal, float))
+    nom = np.atleast_1d(np.asarray(0.0 if nominal is None else nominal, float))
     if relative:
         ends = np.concatenate([nom * lo, nom * hi])
         if np.any(nom < 0) or np.any(nom == 0):
@@ -217,7 +229,7 @@ def uncertainty_from_dict(data: dict | None, problem, source: str | None = None)
     for key, spec in _flatten(table).items():
         where = f"{source}: uncertainty.ranges.{key!r}"
         lo, hi, relative = _bounds(spec, where)
-        for name, nominal in expand_field(raw, key, source):
+        for name, nominal in _fields(raw, key, source, relative):
             if name in {r.name for r in ranges}:
                 raise ProblemError(f"{where}: {name} has a range already")
             _check_physical(name, nominal, lo, hi, relative, where)

@@ -201,6 +201,8 @@ def robust_rest_plan(problem, ranges, move_s: float | None = None, shaper: str |
     tried = []
 
     def attempt(design):
+        if design is not None and any(d["design"] == [design[0], [list(m) for m in design[1]]] for d in tried):
+            return  # tried already (a damping factor capped to the scan's)
         base = None if design is None else move_s - shaper_duration(*design)
         if base is not None and base < 0.25 * spec.duration:
             return  # the shaper alone takes the move

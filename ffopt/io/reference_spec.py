@@ -327,7 +327,7 @@ def _shaper(v, r) -> tuple | None:
     kind, modes = r.get("shaper"), r.get("shaper_modes")
     if kind is None:
         if modes is not None:
-            v.fail("reference.shaper_modes", "given without reference.shaper (zv or zvd)")
+            v.fail("reference.shaper_modes", "given without reference.shaper (zv, zvd, ei or ei2)")
         return None
     if not modes:
         v.fail("reference.shaper_modes", f"missing: shaper {kind!r} needs the modes it cancels, rows "

@@ -41,6 +41,7 @@ DEFAULT = {
     "e12_line": (0.030, "verified"),
     "e12_nonlinear": (0.0244, "verified"),
     "e12_polyline": (0.0163, "verified"),
+    "e12_robust": (0.0050, "verified"),  # measured 2026-11-28 by ffopt.plan(problem) (EI-shaped, worst-case robust)
     "e12_torque_bounded": (0.0293, "verified"),
     "e1_complete": (0.0617, "verified"),
     "e1_nmp": (0.00178, "verified"),
@@ -70,6 +71,7 @@ NLP = {
     "arm6_orientation": (0.000153, "verified"),
     "e12_line": (0.00489, "verified"),
     "e12_polyline": (0.00252, "verified"),
+    "e12_robust": (0.000837, "verified"),  # measured 2026-11-28
     "e1_complete": (0.000424, "verified"),
     "e1_simplified": (0.0038, "verified"),
     "jankowski_2link": (1.58e-05, "verified"),

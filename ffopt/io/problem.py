@@ -232,6 +232,9 @@ TOP_SCHEMA = {
     "output": Field("table", default=None, schema=OUTPUT_SCHEMA,
                     doc="how the planned input is applied: sample period and hold (what is planned is what is "
                         "applied and verified)"),
+    "uncertainty": Field("raw_table", default=None,
+                         doc="ranges of model fields the plant may have (ffopt.motion.uncertainty): samples, seed and "
+                             "[uncertainty.ranges] by dotted name, \"+-20%\" or [low, high], * for every joint"),
 }
 
 

@@ -7,7 +7,7 @@ line fitted in time over the window) over the four plants (``ffopt.plan.robust.v
 
 Formulations tried on E12 (problems/e12_line.toml):
 
-1. ``slp``: the rest-to-rest search (sequential LP, ``ffopt.dae.rest_to_rest._search``) with more rows:
+1. ``slp``: the rest-to-rest search (sequential LP, ``ffopt.dae.rest_to_rest.search_law``) with more rows:
    besides the nominal end state, each mismatched plant's closed-loop state at the table's last row minus
    the state it rests in under the hold, weighted by the observability Gramian of its tool output held by
    the PD (|R e|^2 = int |y|^2 dt of the free response), 8 shaping terms, in the problem's 0.3 s and in a
@@ -34,7 +34,7 @@ import numpy as np
 
 import ffopt
 from ffopt.dae.inverse import solve_inverse_bdf
-from ffopt.dae.rest_to_rest import (REST_SPEED_RAD_S, REST_TORQUE_REL, _Plans, _search, ends_at_rest,
+from ffopt.dae.rest_to_rest import (REST_SPEED_RAD_S, REST_TORQUE_REL, LawPlans, search_law, ends_at_rest,
                                     shape_for_rest, with_duration_factor)
 from ffopt.plan.robust import _Loop, mismatched_values, robust_shaper, vibration_after_table
 
@@ -92,7 +92,7 @@ def gramian_rows(plant, q_rest, gains) -> np.ndarray:
     return (Q * np.sqrt(np.clip(w, 0.0, None))).T
 
 
-class _RobustPlans(_Plans):
+class _RobustPlans(LawPlans):
     def __init__(self, problem, n_shape):
         self.rows = _MismatchRows(problem)
         super().__init__(problem, n_shape, REST_SPEED_RAD_S, REST_TORQUE_REL)
@@ -132,7 +132,7 @@ def slp_rows(factor: float, n_shape: int = 8, max_iter: int = 20) -> list[dict]:
     tic = time.perf_counter()
     plans = _RobustPlans(problem, n_shape)
     nom = problem.model.layout.nq + problem.model.layout.n_u
-    w, info = _search(plans, plans.variables(c), max_iter, n_rest_rows=nom)
+    w, info = search_law(plans, plans.variables(c), max_iter, n_rest_rows=nom)
     cr = plans.coefficients(w)
     robust = problem.with_values({"reference.time_law_shape": cr.tolist()})
     out.append(row(f"SLP with mismatch rows, {problem.reference_spec.duration:.3g} s move", robust, plan(robust),

@@ -42,7 +42,7 @@ def held_rest(e12: E12, u, kp, qm_ref, guess) -> np.ndarray:
 
 @pytest.mark.slow
 def test_robust_plan_on_vertex_plants_agrees_with_monte_carlo():
-    from ffopt.motion.monte_carlo import _Nominal, monte_carlo, table_of_plan
+    from ffopt.motion.monte_carlo import NominalRun, monte_carlo, table_of_plan
     from ffopt.motion.uncertainty import plants, problem_uncertainty
 
     problem = ffopt.load_problem(str(PROBLEM))
@@ -53,7 +53,7 @@ def test_robust_plan_on_vertex_plants_agrees_with_monte_carlo():
     ours = monte_carlo(result.problem, table, vertices, processes=2)
     worst = max(ours.runs, key=lambda r: r.residual_mm)
     picked = [worst, min(ours.runs, key=lambda r: r.residual_mm)]
-    nominal = _Nominal(result.problem, table, None)
+    nominal = NominalRun(result.problem, table, None)
     with open(PROBLEM, "rb") as f:
         data = tomllib.load(f)
     kp, kd = gains(data)

@@ -1,4 +1,4 @@
-"""Worst-case-robust rest to rest (ffopt.motion.robust): the worst residual over the ranges falls."""
+"""Worst-case-robust rest to rest (ffopt.plan.worst_case): the worst residual over the ranges falls."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 import ffopt
 from ffopt.motion.monte_carlo import monte_carlo, table_of_plan
-from ffopt.motion.robust import _parabola_vertex, robust_rest_plan, shaper_duration
+from ffopt.plan.worst_case import _parabola_vertex, robust_rest_plan, shaper_duration
 from ffopt.motion.uncertainty import plants, uncertainty_from_dict
 
 E12 = Path(__file__).resolve().parent.parent / "problems" / "e12_line.toml"

@@ -57,13 +57,13 @@ _RANK_TOL = 1e-6
 _GAIN_TOL = 1e-6  # the search stops when the linear model promises less than this share of the peak
 _REST_GAIN = 1e-3  # ... plus this share of the rest tolerances (closer to rest than that is noise)
 # The searched laws are C^(n + JUNCTION_EXTRA) across the rests (n: the base law's zero derivatives, 5 for poly11),
-# with N_SHAPE free terms: see ``_Plans``. E12 (BDF-6, 1 ms): the old family (C^5, 6 terms) left the torque table
+# with N_SHAPE free terms: see ``LawPlans``. E12 (BDF-6, 1 ms): the old family (C^5, 6 terms) left the torque table
 # alternating by 1.1 % of its peak for ~80 ms after each rest; C^7 with 8 free terms: 4.8e-4, peak 1.27e5 N m.
 JUNCTION_EXTRA = 2
 N_SHAPE = 8
 
 
-class _Plans:
+class LawPlans:
     """Exact-tracking BDF plans of one problem for the search variables w (counts the solves): the law's
     shaping coefficients are c = c0 + N w (``junction_family``: n_shape free terms, 2 JUNCTION_EXTRA more
     coefficients that keep the law C^(n + JUNCTION_EXTRA) at the rests). peak_rows: the plan's rows whose
@@ -165,7 +165,7 @@ def _merit(U, r, weight):
     return float(np.abs(U).max() + weight * np.abs(r).sum())
 
 
-def _search(plans: _Plans, c0, max_iter: int, weight: float = 1.0, progress=None, n_rest_rows: int | None = None,
+def search_law(plans: LawPlans, c0, max_iter: int, weight: float = 1.0, progress=None, n_rest_rows: int | None = None,
             ) -> tuple[np.ndarray, dict]:
     """Sequential LP with a trust region on the merit peak |u| / u_scale + weight |r|_1 (an exact
     penalty: near rest the peak's sensitivity to the end state is far below ``weight``). A step the
@@ -217,7 +217,7 @@ def _range(J) -> np.ndarray:
     return u[:, sv > _RANK_TOL * sv[0]]
 
 
-def _trial(plans: _Plans, c, d, Jr, g, weight, n_rest_rows: int | None = None):
+def _trial(plans: LawPlans, c, d, Jr, g, weight, n_rest_rows: int | None = None):
     """(merit, c, U, r) of the step d, or of d with a second-order correction back onto the rest manifold
     (the first n_rest_rows rows; None: all) if that is better."""
     U, r = plans.measure(c + d)
@@ -304,7 +304,7 @@ def _shape_one(problem, n_shape, max_iter, speed_tol, torque_rel, progress=None,
                ) -> tuple[np.ndarray, dict]:
     """The search on the problem's own move; info as in ``shape_for_rest`` (without the longer moves)."""
     tic = time.perf_counter()
-    plans = _Plans(problem, n_shape, speed_tol, torque_rel, peak_rows)
+    plans = LawPlans(problem, n_shape, speed_tol, torque_rel, peak_rows)
     rest0, end0 = ends_at_rest(plans.model, plans.base, speed_tol, torque_rel)
     if peak_rows is not None:  # the start law may rest but exceed the limits: searched all the same
         rest0 = False
@@ -314,7 +314,7 @@ def _shape_one(problem, n_shape, max_iter, speed_tol, torque_rel, progress=None,
         info.update(at_rest=True, needed=False, iterations=0, bdf_solves=plans.solves, end_after=end0,
                     peak_input_after=end0["peak_input"], search_time_s=time.perf_counter() - tic)
         return plans.coefficients(np.zeros(n_shape)), info
-    w, search = _search(plans, plans.variables(problem.reference_spec.time_law_shape), max_iter, progress=progress)
+    w, search = search_law(plans, plans.variables(problem.reference_spec.time_law_shape), max_iter, progress=progress)
     info["peak_rows_max"] = search["peak_rel"]
     law, c = plans.law(w), plans.coefficients(w)
     rest, end = ends_at_rest(plans.model, plans.solve(w), speed_tol, torque_rel)

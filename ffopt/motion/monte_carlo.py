@@ -135,7 +135,7 @@ def _fmt(v) -> str:
 _NOMINAL: dict = {}  # per worker process: key -> (problem, nominal controller)
 
 
-class _Nominal:
+class NominalRun:
     """The nominal model's controller for a table: start guess, PD gains, hold of the end pose, settle grid."""
 
     def __init__(self, problem, table: Table, settle_s: float | None):
@@ -162,7 +162,7 @@ def _nominal(job: dict):
 
         problem = problem_from_dict(job["raw"], job["source"])
         _NOMINAL.clear()  # one problem and table at a time per worker
-        _NOMINAL[key] = (problem, _Nominal(problem, job["table"], job["settle_s"]))
+        _NOMINAL[key] = (problem, NominalRun(problem, job["table"], job["settle_s"]))
     return _NOMINAL[key]
 
 
@@ -216,10 +216,10 @@ def monte_carlo(problem, table: Table, plant_list, processes: int | None = None,
     else:
         workers = max(1, min(processes or os.cpu_count() or 1, len(jobs)))
         runs, where = _on_processes(jobs, workers, say), "processes"
-    return MonteCarlo(runs, _nominal_tolerance(problem), time.perf_counter() - tic, workers, where)
+    return MonteCarlo(runs, nominal_tolerance(problem), time.perf_counter() - tic, workers, where)
 
 
-def _nominal_tolerance(problem) -> float:
+def nominal_tolerance(problem) -> float:
     from ffopt.sim.settle import default_tolerances
 
     t = problem.verification.tolerance_mm

@@ -58,7 +58,7 @@ def mismatched_values(problem, scale: float = ROBUST_SCALE) -> dict:
     return out
 
 
-class _Loop:
+class ClosedLoop:
     """The closed loop a plan is judged in: the verification's motor PD (designed at the start pose), the hold
     of the path's end pose after the table (static input, PD on the static motor angles)."""
 
@@ -84,7 +84,7 @@ def robust_shaper(problem) -> tuple[str, list[tuple[float, float]]]:
     from ffopt.analysis.linear import path_times, zeros_along
     from ffopt.sim.shaping import lowest_modes
 
-    loop = _Loop(problem)
+    loop = ClosedLoop(problem)
     modes = [lowest_modes(problem.model, loop.q_end, loop.gains.kp, loop.gains.kd, 1)[0]]
     ref = problem.reference
     times = path_times(ref, 11)  # continuation along the path to its end pose
@@ -110,7 +110,7 @@ def vibration_after_table(problem, traj, scale: float = ROBUST_SCALE) -> dict:
     from ffopt.sim.settle import SettleWindow, settle_duration, settle_grid
     from ffopt.sim.cases import Case, Integration, motor_hold, settle_case, simulate_cases
 
-    lp = _Loop(problem)
+    lp = ClosedLoop(problem)
     m, ver, ref = lp.model, problem.verification, problem.reference
     kp, kd = pd_gains(m, lp.q_end, ver.pd_bandwidth_hz, ver.pd_damping_ratio)
     window, _ = settle_duration(m, lp.q_end, kp, kd, ver.settle_s)

@@ -75,10 +75,10 @@ class RobustPlan:
 
 def pd_held_mode(problem) -> tuple[float, float]:
     """(Hz, damping ratio) of the lowest mode of the arm held at the path's end by the verification's motor PD."""
-    from ffopt.dae.robust_rest import _Loop
+    from ffopt.plan.robust import ClosedLoop
     from ffopt.sim.shaping import lowest_modes
 
-    loop = _Loop(problem)
+    loop = ClosedLoop(problem)
     f, z = lowest_modes(problem.model, loop.q_end, loop.gains.kp, loop.gains.kd, 1)[0]
     return float(f), float(z)
 
@@ -88,10 +88,10 @@ def gramian_rows(plant, q_rest, kp, kd) -> np.ndarray:
     from the state deviation e = [dq; dv]: R' R = W, A' W + W A + C' C = 0."""
     from scipy.linalg import solve_continuous_lyapunov
 
-    from ffopt.analysis.linear import _boundary_condition, linearize
+    from ffopt.analysis.linear import boundary_condition, linearize
 
     lin = linearize(plant, np.asarray(q_rest, float))
-    M, D, K = _boundary_condition(plant, lin, "pd", (np.asarray(kp, float), np.asarray(kd, float)))
+    M, D, K = boundary_condition(plant, lin, "pd", (np.asarray(kp, float), np.asarray(kd, float)))
     n = M.shape[0]
     A = np.block([[np.zeros((n, n)), np.eye(n)], [-np.linalg.solve(M, K), -np.linalg.solve(M, D)]])
     pos = [i for i, unit in enumerate(plant.output_units) if unit == "m"]
@@ -138,9 +138,9 @@ class ScenarioRows:
 
 def _scenario_plans(problem, rows: ScenarioRows, n_shape: int):
     """The rest search's plans with the scenario rows after the rest rows."""
-    from ffopt.dae.rest_to_rest import REST_SPEED_RAD_S, REST_TORQUE_REL, _Plans
+    from ffopt.dae.rest_to_rest import REST_SPEED_RAD_S, REST_TORQUE_REL, LawPlans
 
-    class Plans(_Plans):
+    class Plans(LawPlans):
         def measure(self, c):
             tr = self.solve(c)
             r = np.concatenate([tr.v[-1] / self.speed_tol,
@@ -165,11 +165,23 @@ def _vertex_runs(problem, traj, vertices, processes):
     return monte_carlo(problem, table_of_plan(problem, traj), vertices, processes=processes)
 
 
-def robust_rest_plan(problem, ranges, move_s: float | None = None, shaper: str | None = "ei",
-                     factors=DESIGN_FACTORS, damping_factors=DAMPING_FACTORS, scenario_rounds: int = 0,
-                     n_scenarios: int = N_SCENARIOS, n_shape: int = 8, max_iter: int = 12,
-                     tolerance_mm: float | None = None, processes: int | None = None, samples: int | None = None,
-                     progress=None) -> RobustPlan:
+@dataclass(frozen=True, kw_only=True)
+class RobustOptions:
+    """The settings of ``robust_rest_plan`` (its docstring says what each does)."""
+    move_s: float | None = None
+    shaper: str | None = "ei"
+    factors: tuple = DESIGN_FACTORS
+    damping_factors: tuple = DAMPING_FACTORS
+    scenario_rounds: int = 0
+    n_scenarios: int = N_SCENARIOS
+    n_shape: int = 8
+    max_iter: int = 12
+    tolerance_mm: float | None = None
+    processes: int | None = None
+    samples: int | None = None
+
+
+def robust_rest_plan(problem, ranges, progress=None, **options) -> RobustPlan:
     """The worst-case-robust rest-to-rest plan of ``problem`` over ``ranges`` (``uncertainty_from_dict``) in a move
     of ``move_s`` (default: the problem's duration plus one period of the PD-held mode, what an EI shaper costs,
     rounded down to 10 ms).
@@ -185,13 +197,16 @@ def robust_rest_plan(problem, ranges, move_s: float | None = None, shaper: str |
     rest search with scenario rows of the n_scenarios worst vertices (an active set; measured on E12 to gain a
     few per cent, see results/robust.md). samples: the Monte Carlo over that many plants at the end (None: the
     ranges' samples; 0: none)."""
-    from ffopt.dae.rest_to_rest import ends_at_rest
-    from ffopt.motion.monte_carlo import _nominal_tolerance, monte_carlo, table_of_plan
+    from ffopt.models.equilibrium import ends_at_rest
+    from ffopt.motion.monte_carlo import nominal_tolerance, monte_carlo, table_of_plan
     from ffopt.motion.uncertainty import plants, vertex_points
 
+    o = RobustOptions(**options)
+    move_s, shaper, factors, damping_factors = o.move_s, o.shaper, o.factors, o.damping_factors
+    n_shape, processes, samples = o.n_shape, o.processes, o.samples
     tic = time.perf_counter()
     say = progress or (lambda line: None)
-    tol = _nominal_tolerance(problem) if tolerance_mm is None else float(tolerance_mm)
+    tol = nominal_tolerance(problem) if o.tolerance_mm is None else float(o.tolerance_mm)
     vertices = plants(problem, ranges, len(vertex_points(len(ranges.ranges), ranges.seed)), build=False)
     f1, z1 = pd_held_mode(problem)
     spec = problem.reference_spec
@@ -242,10 +257,10 @@ def robust_rest_plan(problem, ranges, move_s: float | None = None, shaper: str |
     design = None if best["design"] is None else (best["design"][0], [tuple(m) for m in best["design"][1]])
     record = [{k: v for k, v in d.items() if k not in ("problem", "traj", "runs")} for d in tried]
     worst = float(worst)
-    chosen = [r.label for r in sorted(runs.runs, key=lambda r: -r.residual_mm)[:n_scenarios]]
-    if scenario_rounds and worst > tol:
-        p, traj, worst, more = _refine(problem, p, traj, runs, design, best["base_s"], chosen, scenario_rounds,
-                                       vertices, n_shape, max_iter, tol, processes, say)
+    chosen = [r.label for r in sorted(runs.runs, key=lambda r: -r.residual_mm)[:o.n_scenarios]]
+    if o.scenario_rounds and worst > tol:
+        p, traj, worst, more = _refine(problem, (p, traj, runs), (design, best["base_s"], chosen), (vertices, tol),
+                                       o, say)
         record += more
     ref = p.reference
     out = RobustPlan(p, traj, float(ref.t_motion_end - ref.t_motion_start), design, chosen, worst, record)
@@ -273,13 +288,13 @@ def rest_law(problem, n_shape: int, say) -> np.ndarray:
     import json
     import os
 
-    import ffopt
-    from ffopt.dae.bdf import _cache_dir
+    from ffopt._version import __version__
+    from ffopt.codegen import cache_dir
     from ffopt.dae.rest_to_rest import JUNCTION_EXTRA, shape_for_rest
 
-    text = f"{ffopt.__version__}\n{n_shape}\njunction+{JUNCTION_EXTRA}\n{problem.to_toml()}"
-    path = _cache_dir(None) / f"rest_own_{hashlib.sha256(text.encode()).hexdigest()[:32]}.json"
-    plain = _cache_dir(None) / f"rest_{hashlib.sha256(text.encode()).hexdigest()[:32]}.json"  # shape_for_rest_cached's
+    text = f"{__version__}\n{n_shape}\njunction+{JUNCTION_EXTRA}\n{problem.to_toml()}"
+    path = cache_dir() / f"rest_own_{hashlib.sha256(text.encode()).hexdigest()[:32]}.json"
+    plain = cache_dir() / f"rest_{hashlib.sha256(text.encode()).hexdigest()[:32]}.json"  # shape_for_rest_cached's
     for saved in (path, plain):
         try:
             return np.asarray(json.loads(saved.read_text())["c"], float)  # the own move's law in either
@@ -325,13 +340,20 @@ def _design_text(design) -> str:
     return f"{design[0]} at " + ", ".join(f"{f:.4g} Hz (damping {z:.3g})" for f, z in design[1])
 
 
-def _refine(problem, p, traj, runs, design, base, chosen, rounds, vertices, n_shape, max_iter, tol, processes, say):
-    """The rest search with scenario rows of the worst vertices, the worst vertex joining them after each round."""
-    from ffopt.dae.rest_to_rest import _search, ends_at_rest
-    from ffopt.motion.monte_carlo import _Nominal, table_of_plan
+def _refine(problem, plan, design_of, judged, o: RobustOptions, say):
+    """The rest search with scenario rows of the worst vertices, the worst vertex joining them after each round.
+    plan: (problem with the design, its trajectory, its vertex runs); design_of: (design, base law's duration, the
+    scenario labels); judged: (vertex plants, tolerance mm)."""
+    p, traj, runs = plan
+    design, base, chosen = design_of
+    vertices, tol = judged
+    rounds, n_shape, max_iter, processes = o.scenario_rounds, o.n_shape, o.max_iter, o.processes
+    from ffopt.dae.rest_to_rest import search_law
+    from ffopt.models.equilibrium import ends_at_rest
+    from ffopt.motion.monte_carlo import NominalRun, table_of_plan
 
     worst = max(r.residual_mm for r in runs.runs)
-    nominal = _Nominal(p, table_of_plan(p, traj), None)
+    nominal = NominalRun(p, table_of_plan(p, traj), None)
     record = []
     for k in range(rounds):
         if worst <= tol:
@@ -339,7 +361,7 @@ def _refine(problem, p, traj, runs, design, base, chosen, rounds, vertices, n_sh
         scen = {r.label: r.values for r in runs.runs if r.label in chosen}
         plans = _scenario_plans(p, ScenarioRows(problem, nominal, scen), n_shape)
         n_rest = p.model.layout.nq + p.model.layout.n_u
-        w, search = _search(plans, plans.variables(p.reference_spec.time_law_shape), max_iter, progress=say,
+        w, search = search_law(plans, plans.variables(p.reference_spec.time_law_shape), max_iter, progress=say,
                             n_rest_rows=n_rest)
         cand = _law_problem(problem, design, base, plans.coefficients(w))
         tr = _solve(cand)
@@ -362,5 +384,4 @@ def _solve(problem):
     from ffopt.dae.inverse import solve_inverse_bdf
 
     s = problem.solver
-    return solve_inverse_bdf(problem.model, problem.reference, s.order, s.step, s.form, s.scaling_power,
-                             problem.reference_spec.joint_guess)
+    return solve_inverse_bdf(problem.model, problem.reference, s, qa_guess=problem.reference_spec.joint_guess)

@@ -144,3 +144,27 @@ def test_an_interval_may_set_a_field_the_problem_leaves_out(e12):
     assert heavy.problem.to_dict()["model"]["payload"] == {"mass": 5.0}
     with pytest.raises(ProblemError, match="no such numeric field"):  # a relative range needs a nominal value
         uncertainty_from_dict({"ranges": {"model.payload.mass": "+-20%"}}, e12)
+
+
+def test_a_plan_validates_its_uncertainty_first_and_reports_the_monte_carlo(tmp_path):
+    """ffopt plan: a bad [uncertainty] fails before any solve, naming the field (exit 2, nothing written); a good
+    one runs the plan on its plants and summary.json holds the statistics."""
+    import json
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    text = (root / "problems" / "e12_line.toml").read_text()
+    bad = tmp_path / "bad.toml"
+    bad.write_text(text + '\n[uncertainty]\n[uncertainty.ranges]\n"model.joints.q9.stiffness" = "+-20%"\n')
+    proc = subprocess.run([sys.executable, "-m", "ffopt.cli.main", "plan", str(bad), "--out", str(tmp_path / "o1"),
+                           "--quiet"], capture_output=True, text=True)
+    assert proc.returncode == 2 and "q9" in proc.stderr and not (tmp_path / "o1").exists()
+    good = tmp_path / "good.toml"
+    good.write_text(text + '\n[uncertainty]\nsamples = 4\n[uncertainty.ranges]\n"model.joints.q3.mass" = "+-5%"\n')
+    proc = subprocess.run([sys.executable, "-m", "ffopt.cli.main", "plan", str(good), "--out", str(tmp_path / "o2"),
+                           "--quiet", "--no-plots"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "over the uncertainty ranges" in proc.stdout
+    summary = json.loads((tmp_path / "o2" / "summary.json").read_text())
+    assert summary["monte_carlo"]["plants"] == 4

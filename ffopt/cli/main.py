@@ -150,6 +150,12 @@ def summary_text(result) -> str:
                      f"> {e['limit_rad_s']:.4g} rad/s (summary.json urdf.velocity_limits_exceeded)")
     if result.verification is not None:
         lines.append(result.verification.table())
+    if result.monte_carlo is not None:  # [uncertainty]: the plan on the plants of the ranges
+        lines.append("over the uncertainty ranges: " + result.monte_carlo.text())
+    if "minimum_time" in result.method_choice:
+        from ffopt.motion.min_time import minimum_time_text
+
+        lines.append(minimum_time_text(result.method_choice["minimum_time"]))
     return "\n".join(lines)
 
 

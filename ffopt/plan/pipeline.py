@@ -15,6 +15,7 @@ from ffopt.io.problem import Problem, load_problem
 from ffopt.plan import checks, diagnostics
 from ffopt.plan.methods import Run, solve_method
 from ffopt.plan.min_time import plan_minimum_time, record_and_say
+from ffopt.motion.uncertainty import problem_uncertainty
 from ffopt.plan.rest import RestToRest, end_at_rest, explain_ringing, robust_rest
 from ffopt.plan.result import PlanResult
 from ffopt.progress import heartbeat
@@ -102,6 +103,7 @@ def _plan(problem, overrides: PlanOverrides, verify, run: Run) -> PlanResult:
     if not isinstance(problem, Problem):
         problem = load_problem(problem)
     problem = overrides.apply(problem)
+    ranges = problem_uncertainty(problem)  # [uncertainty] checked before any solve (its errors name the field)
     say = run.say
     tic = time.perf_counter()
     problem, standstill = check_problem(problem, run)
@@ -131,12 +133,30 @@ def _plan(problem, overrides: PlanOverrides, verify, run: Run) -> PlanResult:
         report = _verify(problem, traj, guess, cases, run)
         timings["verification"] = time.perf_counter() - tic
         explain_ringing(report, rest)
+    monte = None
+    if ranges is not None and cases is not None:
+        tic = time.perf_counter()
+        monte = _monte_carlo(problem, traj, ranges, run)
+        timings["monte_carlo"] = time.perf_counter() - tic
     method_choice = planned.method_choice if rest is None else {**planned.method_choice,
                                                                  "rest_to_rest": rest.to_dict()}
     if found is not None:
         method_choice = {**method_choice, "minimum_time": min_time_record}
     return PlanResult(problem, traj, report, _settings(problem, traj, run.compile), timings, method_choice,
-                      rest_to_rest=rest)
+                      rest_to_rest=rest, monte_carlo=monte)
+
+
+def _monte_carlo(problem: Problem, traj, ranges, run: Run):
+    """The plan on the plants of the problem's [uncertainty] (its vertices, then a seeded Sobol design; the nominal
+    controller, through the table and the settle window), on the machine's cores; its summary line said."""
+    from ffopt.motion.monte_carlo import monte_carlo, table_of_plan  # the simulation stack, loaded when asked for
+    from ffopt.motion.uncertainty import plants
+
+    run.say(f"Monte Carlo: the plan on {ranges.samples} plants of the uncertainty ranges")
+    result = monte_carlo(problem, table_of_plan(problem, traj), plants(problem, ranges, build=False),
+                         progress=run.say)
+    run.say(result.text())
+    return result
 
 
 def check_problem(problem: Problem, run: Run) -> tuple[Problem, str | None]:

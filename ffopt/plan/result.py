@@ -24,6 +24,7 @@ class PlanResult:
     timings: dict = field(default_factory=dict)
     method_choice: dict = field(default_factory=dict)  # requested, chosen, reason, attempts (method auto)
     rest_to_rest: object | None = None  # ffopt.plan.rest.RestToRest (method_choice["rest_to_rest"] as a record)
+    monte_carlo: object | None = None  # ffopt.motion.monte_carlo.MonteCarlo over the [uncertainty] plants
 
     def summary(self) -> dict:
         tr = self.trajectory
@@ -45,6 +46,7 @@ class PlanResult:
             "reference": reference_summary(self.problem.reference),
             **urdf_summary(self.problem, tr),
             "verification": None if self.verification is None else self.verification.to_dict(),
+            "monte_carlo": None if self.monte_carlo is None else self.monte_carlo.summary(),
             "versions": versions(),
         }
 

@@ -150,6 +150,12 @@ def summary_text(result) -> str:
                      f"> {e['limit_rad_s']:.4g} rad/s (summary.json urdf.velocity_limits_exceeded)")
     if result.verification is not None:
         lines.append(result.verification.table())
+    judged = None if result.verification is None else result.verification.cases.get("feedforward_pd")
+    if judged is not None and judged.settle is not None:
+        cycle = judged.settle.settled_cycle_s
+        move = result.problem.reference.t_motion_end - result.problem.reference.t_motion_start
+        lines.append(f"settled cycle (feedforward_pd): " + ("not within the tolerance by the window's end" if cycle is None
+                     else f"{cycle:.4g} s from the motion's start to within the tolerance for good (move {move:.4g} s)"))
     if result.monte_carlo is not None:  # [uncertainty]: the plan on the plants of the ranges
         lines.append("over the uncertainty ranges: " + result.monte_carlo.text())
     if "minimum_time" in result.method_choice:

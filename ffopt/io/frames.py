@@ -11,7 +11,8 @@ import pandas as pd
 
 from ffopt.trajectory import LENGTH_OUTPUTS, Trajectory
 
-CASE_COLUMNS = ("max_mm", "rms_mm", "start_mm", "final_mm", "max_mrad", "rms_mrad", "residual_mm", "settling_time_s")
+CASE_COLUMNS = ("max_mm", "rms_mm", "start_mm", "final_mm", "max_mrad", "rms_mrad", "residual_mm", "settling_time_s",
+                "settled_cycle_s")
 
 
 def trajectory_frame(traj: Trajectory) -> pd.DataFrame:

@@ -16,7 +16,7 @@ import numpy as np
 
 from ffopt.models.equilibrium import static_equilibrium
 from ffopt.sim.plant import MotorPD, simulate
-from ffopt.sim.settle import hold_pose, settle_duration, settle_grid
+from ffopt.sim.settle import hold_pose, settle_duration, settle_grid, settled_cycle_time
 
 
 @dataclass
@@ -32,21 +32,6 @@ class TableRun:
     def to_dict(self) -> dict:
         return {"move_s": self.move_s, "max_mm": self.max_mm, "residual_mm": self.residual_mm,
                 "settled_cycle_s": self.settled_cycle_s, "peak_torque_Nm": self.peak_torque.tolist()}
-
-
-def settled_cycle_time(t: np.ndarray, distance_mm: np.ndarray, tol_mm: float, t_start: float,
-                       t_motion_end: float) -> float | None:
-    """From the motion's start t_start until the tool stays within tol_mm of the end point for good: the last
-    time after the motion's end at which the distance exceeds the tolerance (the motion's end if it never does
-    after it), minus t_start; None if it still exceeds it at the last sample."""
-    after = t >= t_motion_end - 1e-12
-    outside = after & (distance_mm > tol_mm)
-    if not outside.any():
-        return float(t_motion_end - t_start)
-    last = int(np.nonzero(outside)[0][-1])
-    if last == len(t) - 1:
-        return None
-    return float(t[last + 1] - t_start)
 
 
 @dataclass(frozen=True)
@@ -95,7 +80,7 @@ def run_table(problem, table: MotorTable, tol_mm: float, *, kp=None, kd=None, se
                      atol=rtol * 1e-2)
     d_table = 1000 * np.linalg.norm(sim.y[:, pos] - y_ref[-1, pos], axis=1)
     d_settle = 1000 * np.linalg.norm(after.y[:, pos] - y_ref[-1, pos], axis=1)
-    cycle = settled_cycle_time(np.concatenate([t, ts[1:]]), np.concatenate([d_table, d_settle[1:]]), tol_mm,
+    cycle = settled_cycle_time(np.concatenate([t, ts[1:]]), np.concatenate([d_table, d_settle[1:]]) > tol_mm,
                                t_start, t_motion_end)
     return TableRun(t_motion_end - t_start, float(e_move.max()), float(d_settle.max()), cycle,
                     np.abs(np.asarray(u)).max(axis=0))

@@ -169,7 +169,7 @@ def _nominal(job: dict):
 def simulate_plant(job: dict) -> PlantRun:
     """One plant (job: the problem's table, the Table, the plant's label and values) through the table and the
     settle window with the nominal controller."""
-    from ffopt.motion.evaluate import settled_cycle_time
+    from ffopt.sim.settle import settled_cycle_time
     from ffopt.sim.cases import rest_state
     from ffopt.sim.plant import MotorPD, simulate
 
@@ -190,8 +190,8 @@ def simulate_plant(job: dict) -> PlantRun:
     d_end = 1000 * np.linalg.norm(after.y[:, pos] - end, axis=1)
     d_rest_table = 1000 * np.linalg.norm(sim.y[:, pos] - y_rest, axis=1)
     d_rest = 1000 * np.linalg.norm(after.y[:, pos] - y_rest, axis=1)
-    cycle = settled_cycle_time(np.concatenate([tab.t, nom.t_settle[1:]]), np.concatenate([d_rest_table, d_rest[1:]]),
-                               nom.tol_mm, tab.t_start, tab.t_motion_end)
+    cycle = settled_cycle_time(np.concatenate([tab.t, nom.t_settle[1:]]),
+                               np.concatenate([d_rest_table, d_rest[1:]]) > nom.tol_mm, tab.t_start, tab.t_motion_end)
     return PlantRun(job["label"], job["values"], float(1000 * np.linalg.norm(sim.y[:, pos] - tab.y_ref[:, pos],
                                                                                axis=1).max()),
                     float(d_rest.max()), float(1000 * np.linalg.norm(y_rest - end)), float(d_end.max()), cycle,

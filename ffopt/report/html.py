@@ -59,7 +59,8 @@ img { max-width: 100%; display: block; margin: 0.8em 0; } .note { color: #666; f
 {% for name, why in verification.skipped.items() %}<p class="note">{{ name }} skipped: {{ why }}</p>{% endfor %}
 <p class="note">Errors in mm during the move (angle outputs in mrad); residual_mm: the largest tool error in the
 settle window after the table, with the controller holding the final pose; settling_time_s: until the tool stays within
-the tolerance (empty: not within the window); integrator CVODES, rtol {{ p.verification.rtol }};
+the tolerance (empty: not within the window); settled_cycle_s: from the motion's start until the tool stays within the
+tolerance of the end pose for good (the move itself for a plan that lands at rest); integrator CVODES, rtol {{ p.verification.rtol }};
 motor PD gains: {{ pd_gains }}.</p>{% endif %}
 
 <h2>Plots</h2>

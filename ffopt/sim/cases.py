@@ -73,7 +73,8 @@ class CaseError:
             d.update(max_mrad=self.max_mrad, rms_mrad=self.rms_mrad)
         if self.settle is not None:
             d["settle"] = self.settle.to_dict()
-            d.update(residual_mm=self.settle.residual_mm, settling_time_s=self.settle.settling_time_s)
+            d.update(residual_mm=self.settle.residual_mm, settling_time_s=self.settle.settling_time_s,
+                     settled_cycle_s=self.settle.settled_cycle_s)
         return d
 
 

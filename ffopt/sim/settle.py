@@ -119,6 +119,7 @@ class SettleMetrics:
     residual_mrad: float | None = None
     hold: str = ""
     residual_t_s: float = 0.0  # when the residual (largest tool error in the window) occurs
+    settled_cycle_s: float | None = None  # motion start until the tool stays within the tolerance of the end pose
 
 
     def to_dict(self) -> dict:
@@ -127,7 +128,8 @@ class SettleMetrics:
              "settling_time_s": self.settling_time_s,
              "end_link_speed_rad_s": self.end_link_speed_rad_s,
              "end_motor_speed_rad_s": self.end_motor_speed_rad_s,
-             "end_torque_offset": self.end_torque_offset, "hold": self.hold}
+             "end_torque_offset": self.end_torque_offset, "hold": self.hold,
+             "settled_cycle_s": self.settled_cycle_s}
         if self.residual_mrad is not None:
             d["residual_mrad"] = self.residual_mrad
         return d
@@ -144,6 +146,7 @@ class SettleWindow:
     model: object  # ffopt.models.flexible.FlexibleModel
     tol_mm: float
     tol_mrad: float
+    motion: tuple[float, float] | None = None  # (start, end) of the path's motion on the table's grid (s)
 
 
 def settle_metrics(window: SettleWindow, sim_move, sim_settle, hold: Hold, errors_mm, errors_mrad,
@@ -163,13 +166,41 @@ def settle_metrics(window: SettleWindow, sim_move, sim_settle, hold: Hold, error
     motor = list(L.motor_of_input)
     link = [i for i in range(L.n_link)]
     v_end = sim_move.v[-1]
+    cycle = None if window.motion is None else _settled_cycle(window, sim_move, sim_settle, outside)
     return SettleMetrics(
         window_s=float(t[-1] - t[0]), residual_mm=float(errors_mm.max()), final_mm=float(errors_mm[-1]),
         settling_time_s=settling, end_link_speed_rad_s=float(np.abs(v_end[link]).max(initial=0.0)),
         end_motor_speed_rad_s=float(np.abs(v_end[motor]).max(initial=0.0)),
         end_torque_offset=float(np.abs(sim_move.u_applied[-1] - hold.u).max(initial=0.0)),
         residual_mrad=None if errors_mrad is None else float(errors_mrad.max()), hold=hold_text,
-        residual_t_s=float(t[int(np.argmax(errors_mm))]))
+        residual_t_s=float(t[int(np.argmax(errors_mm))]), settled_cycle_s=cycle)
+
+
+def settled_cycle_time(t: np.ndarray, outside: np.ndarray, t_start: float, t_motion_end: float) -> float | None:
+    """From the motion's start t_start until the tool stays within the tolerance of the end pose for good: the
+    sample after the last one outside it (``outside``, on t) after the motion's end (the motion's end if none is),
+    minus t_start; None if it is still outside at the last sample."""
+    late = outside & (t >= t_motion_end - 1e-12)
+    if not late.any():
+        return float(t_motion_end - t_start)
+    last = int(np.nonzero(late)[0][-1])
+    return None if last == len(t) - 1 else float(t[last + 1] - t_start)
+
+
+def _settled_cycle(window: SettleWindow, sim_move, sim_settle, outside_settle) -> float | None:
+    """``settled_cycle_time`` over the table (the tool against the end pose after the motion) and the window."""
+    from ffopt.sim.cases import tool_errors  # cases imports this module
+
+    n = len(sim_move.t)
+    end_ref = np.tile(window.y_ref[-1], (n, 1))
+    end_tool = None if window.tool_ref is None else np.tile(window.tool_ref[-1], (n, 1))
+    e_mm, e_mrad = tool_errors(sim_move, end_ref, end_tool, window.model.output_units)
+    outside = e_mm > window.tol_mm
+    if e_mrad is not None:
+        outside |= e_mrad > window.tol_mrad
+    t = np.concatenate([sim_move.t, sim_settle.t[1:]])
+    start, end = window.motion
+    return settled_cycle_time(t, np.concatenate([outside, outside_settle[1:]]), start, end)
 
 
 def plan_end_state(model, traj) -> dict:

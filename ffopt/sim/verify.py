@@ -151,6 +151,7 @@ def verify(model: FlexibleModel, reference, traj, settings: VerificationSettings
     held = "" if hold == "linear" else f" ({hold})"
     t = np.asarray(traj.t, float)
     y_ref = np.asarray(reference.evaluate(t))
+    motion = (reference.t_motion_start, reference.t_motion_end)  # the settled cycle counts from the motion's start
     tool_ref = None if getattr(reference, "tool_path", None) is None else np.asarray(reference.tool_path.evaluate(t))
     n_link = model.layout.n_link
     # Start at rest in the static equilibrium of the path's start, where the robot really is; a plan
@@ -201,7 +202,7 @@ def verify(model: FlexibleModel, reference, traj, settings: VerificationSettings
             hold_loop = None if case.loop is None else motor_hold(kp, kd, after.qm, len(t_settle))
             settle_sims[name], cases[name].settle = settle_case(
                 name, case.plant, sims[name], after, hold_loop, SettleWindow(t_settle, y_ref, tool_ref, model, tol_mm,
-                                                                             tol_mrad), Integration(settings.rtol, compile=compile))
+                                                                             tol_mrad, motion), Integration(settings.rtol, compile=compile))
     gains = {"kp": kp.tolist(), "kd": kd.tolist(), "bandwidth_hz": settings.pd_bandwidth_hz,
              "damping_ratio": settings.pd_damping_ratio}
     if model.drives is not None:  # gains on the voltage; the torque gains they come from

@@ -135,6 +135,8 @@ def result_columns(result) -> dict:
                 cols[f"error_{name}_residual_mm"] = case.settle.residual_mm
                 cols[f"error_{name}_settling_time_s"] = (math.nan if case.settle.settling_time_s is None
                                                          else case.settle.settling_time_s)
+                cols[f"error_{name}_settled_cycle_s"] = (math.nan if case.settle.settled_cycle_s is None
+                                                         else case.settle.settled_cycle_s)
         verdict = result.verification.verdict
         if verdict is not None:
             cols.update(tolerance_mm=verdict.tolerance_mm, tolerance_mrad=verdict.tolerance_mrad)

@@ -12,7 +12,8 @@ from ffopt.motion.monte_carlo import monte_carlo, table_of_plan
 from ffopt.plan.worst_case import _parabola_vertex, robust_rest_plan, shaper_duration
 from ffopt.motion.uncertainty import plants, uncertainty_from_dict
 
-E12 = Path(__file__).resolve().parent.parent / "problems" / "e12_line.toml"
+ROOT = Path(__file__).resolve().parent.parent
+E12 = ROOT / "problems" / "e12_line.toml"
 
 
 def test_parabola_vertex_refines_an_inner_minimum_only():
@@ -43,3 +44,28 @@ def test_robust_plan_rings_less_than_the_plain_plan_on_the_vertices():
 
     assert ends_at_rest(robust.problem.model, robust.trajectory)[0]
     assert np.isfinite(robust.summary()["worst_vertex_residual_mm"])
+
+
+def test_solver_robust_worst_case_needs_uncertainty_ranges():
+    from ffopt.errors import ProblemError
+
+    problem = ffopt.load_problem(ROOT / "problems" / "e12_line.toml")
+    with pytest.raises(ProblemError, match=r"solver.robust: worst_case plans over the ranges of an \[uncertainty\]"):
+        problem.with_values({"solver.robust": "worst_case"})
+
+
+@pytest.mark.slow
+def test_plan_with_solver_robust_worst_case(tmp_path):
+    """The planner's worst-case step on E12's robust problem (its law removed): the plan it makes rests on the
+    vertices within 2x of the study's 6.42 mm, its problem.toml holds the law (robust = none), the Monte Carlo
+    runs on the plan."""
+    data = ffopt.load_problem(ROOT / "problems" / "e12_robust.toml").to_dict()
+    for key in ("time_law_shape", "shaper", "shaper_modes"):
+        data["reference"].pop(key, None)
+    data["reference"]["duration"] = 0.3
+    data.setdefault("solver", {})["robust"] = "worst_case"
+    result = ffopt.plan(ffopt.Problem.from_dict(data, "e12 worst case"))
+    record = result.method_choice["worst_case"]
+    assert record["worst_vertex_residual_mm"] < 2 * 6.42
+    assert result.problem.solver.robust == "none" and result.problem.reference_spec.shaper is not None
+    assert result.monte_carlo is not None and result.verification.verdict.status == "verified"

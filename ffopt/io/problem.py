@@ -81,6 +81,7 @@ MODEL_SCHEMA = {
                         "without an entry is a direct drive"),
 }
 
+ROBUST_KINDS = ("none", "worst_case")  # solver.robust
 SOLVER_SCHEMA = {
     "method": Field("str", default="auto", choices=METHODS,
                     doc="auto: the zero dynamics choose bdf (minimum phase) or the non-causal nlp, and a failed "
@@ -104,6 +105,12 @@ SOLVER_SCHEMA = {
                              "joint swinging while the tool stands still), re-plan along the same path in the same "
                              "time with a shaped time law (reference.time_law_shape) that ends at rest; false keeps "
                              "the exact-tracking plan of the given time law (its residual is reported)"),
+    "robust": Field("str", default="none", choices=ROBUST_KINDS,
+                    doc="worst_case: plan the time law (an EI shaper scanned over the vertices of the ranges, then "
+                        "rest to rest) so that the worst residual after the table over the [uncertainty] ranges is "
+                        "least, in a move one period of the PD-held mode longer (ffopt.plan.worst_case; needs "
+                        "[uncertainty]); the written problem.toml holds the law found (robust = none there); "
+                        "none: plan on the nominal model only"),
     "robust_rest": Field("bool", default=False,
                          doc="rest to rest that also holds on a plant whose springs or payload are off by ~10 %: the "
                              "time law is convolved with a ZVD shaper (reference.shaper) on the lowest mode of the arm "
@@ -260,6 +267,7 @@ class SolverSettings:
     scaling_power: float | None = None  # None: the form's default
     end_at_rest: bool = True  # re-plan with a shaped time law where the exact plan would end moving
     robust_rest: bool = False  # ... on a ZVD-shaped path, insensitive to the stiffness and the payload
+    robust: str = "none"  # "worst_case": the law least sensitive over the [uncertainty] ranges (ffopt.plan.worst_case)
 
 
 @dataclass(frozen=True)
@@ -470,6 +478,9 @@ def problem_from_dict(data: dict, source: str = "<memory>") -> Problem:
     ref = parse_reference(v, d["reference"], outputs, chain)
     solver = SolverSettings(**d["solver"]) if d["solver"] else SolverSettings()
     _check_robust_rest(v, solver, ref)
+    if solver.robust == "worst_case" and not data.get("uncertainty"):
+        v.fail("solver.robust", "worst_case plans over the ranges of an [uncertainty] table: add one (e.g. "
+               "[uncertainty.ranges] \"model.joints.*.stiffness\" = \"+-20%\")")
     ver = d["verification"]
     verification = VerificationSettings(**{**ver, "payload_scales": tuple(ver["payload_scales"])}) if ver \
         else VerificationSettings()

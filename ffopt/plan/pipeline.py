@@ -114,6 +114,11 @@ def _plan(problem, overrides: PlanOverrides, verify, run: Run) -> PlanResult:
         tic = time.perf_counter()
         problem, found = plan_minimum_time(problem, run)
         timings["minimum_time"] = time.perf_counter() - tic
+    worst_case = None
+    if problem.solver.robust == "worst_case":  # the law least sensitive over the [uncertainty] ranges, then planned
+        tic = time.perf_counter()
+        problem, worst_case = _worst_case(problem, ranges, run)
+        timings["worst_case"] = time.perf_counter() - tic
     planned = make_plan(problem, run)
     timings.update(planned.timings)
     problem, traj, rest = planned.problem, planned.trajectory, planned.rest_to_rest
@@ -142,8 +147,22 @@ def _plan(problem, overrides: PlanOverrides, verify, run: Run) -> PlanResult:
                                                                  "rest_to_rest": rest.to_dict()}
     if found is not None:
         method_choice = {**method_choice, "minimum_time": min_time_record}
+    if worst_case is not None:
+        method_choice = {**method_choice, "worst_case": worst_case.summary()}
     return PlanResult(problem, traj, report, _settings(problem, traj, run.compile), timings, method_choice,
                       rest_to_rest=rest, monte_carlo=monte)
+
+
+def _worst_case(problem: Problem, ranges, run: Run):
+    """solver.robust = "worst_case": ``ffopt.plan.worst_case.robust_rest_plan`` over the problem's [uncertainty]
+    (no Monte Carlo there: the verification runs it on the plan), and the problem with the law it found, to be
+    planned as any problem (robust = none in it: its problem.toml plans again as found)."""
+    from ffopt.plan.worst_case import robust_rest_plan  # the vertex simulations: loaded when asked for
+
+    run.say("worst-case robust: searching the time law over the vertices of the uncertainty ranges")
+    robust = robust_rest_plan(problem, ranges, progress=run.say, samples=0)
+    run.say(f"worst-case robust: {robust.message}")
+    return robust.problem.with_values({"solver.robust": "none"}), robust
 
 
 def _monte_carlo(problem: Problem, traj, ranges, run: Run):

@@ -38,9 +38,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ffopt.io.problem import ROBUST_KINDS  # solver.robust: none, worst_case
+
 __all__ = ["RobustPlan", "ScenarioRows", "robust_rest_plan", "pd_held_mode", "gramian_rows", "ROBUST_KINDS"]
 
-ROBUST_KINDS = ("worst_case",)  # solver.robust
 N_SCENARIOS = 3  # vertex plants in the first scenario search
 DESIGN_FACTORS = (1.0, 1.05, 1.1, 1.15, 1.2, 1.25)  # the EI's design frequency over the PD-held mode's, scanned
 DAMPING_FACTORS = (1.4, 1.0, 2.0)  # its design damping over the mode's: the scan's, then tried at the best frequency

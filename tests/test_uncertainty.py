@@ -167,4 +167,8 @@ def test_a_plan_validates_its_uncertainty_first_and_reports_the_monte_carlo(tmp_
     assert proc.returncode == 0, proc.stderr
     assert "over the uncertainty ranges" in proc.stdout
     summary = json.loads((tmp_path / "o2" / "summary.json").read_text())
-    assert summary["monte_carlo"]["plants"] == 4
+    assert summary["monte_carlo"]["plants"] == 4 and len(summary["monte_carlo"]["per_plant"]) == 4
+    from ffopt.report.html import write_report
+
+    page = write_report(tmp_path / "o2").read_text()
+    assert "Monte Carlo: residual after the table over the uncertainty ranges" in page  # the histogram

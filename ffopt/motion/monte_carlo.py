@@ -108,7 +108,8 @@ class MonteCarlo:
     def summary(self) -> dict:
         return {"plants": len(self.runs), "tolerance_mm": self.tolerance_mm, "wall_s": self.wall_s,
                 "workers": self.workers, "where": self.where, **self.stats,
-                "worst_plant": self.worst.to_dict(), "worst_within_tolerance": self.within_tolerance}
+                "worst_plant": self.worst.to_dict(), "worst_within_tolerance": self.within_tolerance,
+                "per_plant": [{"label": r.label, "max_mm": r.max_mm, "residual_mm": r.residual_mm} for r in self.runs]}
 
     def text(self) -> str:
         s = self.stats

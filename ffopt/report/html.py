@@ -165,9 +165,35 @@ def _verification(plan: SavedPlan):
 
 def _plots(plan: SavedPlan) -> tuple[list[tuple[str, str]], bool]:
     pngs = [name for name in plan.files if name.endswith(".png") and (plan.folder / name).is_file()]
+    monte = _monte_carlo_png(plan.summary.get("monte_carlo"))
     if pngs:
-        return [(name, _data_uri((plan.folder / name).read_bytes())) for name in pngs], False
-    return [("torques (from trajectory.csv)", _data_uri(_torque_png(plan)))], True
+        return [(name, _data_uri((plan.folder / name).read_bytes())) for name in pngs] + monte, False
+    return [("torques (from trajectory.csv)", _data_uri(_torque_png(plan)))] + monte, True
+
+
+def _monte_carlo_png(summary: dict | None) -> list[tuple[str, str]]:
+    """A histogram of the residual after the table over the plants of the [uncertainty] ranges, the tolerance
+    marked (none without a Monte Carlo)."""
+    if not summary or not summary.get("per_plant"):
+        return []
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    residual = [r["residual_mm"] for r in summary["per_plant"]]
+    fig, ax = plt.subplots(figsize=(6.4, 3.2))
+    ax.hist(residual, bins=min(30, max(5, len(residual) // 3)), color="tab:blue")
+    ax.axvline(summary["tolerance_mm"], color="tab:red", linestyle="--", label=f"tolerance {summary['tolerance_mm']:.3g} mm")
+    ax.set_xlabel("residual after the table [mm]")
+    ax.set_ylabel("plants")
+    ax.set_title(f"{len(residual)} plants of the uncertainty ranges")
+    ax.legend()
+    buf = io.BytesIO()
+    fig.tight_layout()
+    fig.savefig(buf, format="png", dpi=110)
+    plt.close(fig)
+    return [("Monte Carlo: residual after the table over the uncertainty ranges", _data_uri(buf.getvalue()))]
 
 
 def _torque_png(plan: SavedPlan) -> bytes:

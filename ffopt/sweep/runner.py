@@ -137,6 +137,11 @@ def result_columns(result) -> dict:
                                                          else case.settle.settling_time_s)
                 cols[f"error_{name}_settled_cycle_s"] = (math.nan if case.settle.settled_cycle_s is None
                                                          else case.settle.settled_cycle_s)
+        if result.monte_carlo is not None:  # [uncertainty]: the plan on the plants of the ranges
+            stats = result.monte_carlo.stats["residual_mm"]
+            cols.update(monte_carlo_residual_median_mm=stats["median"], monte_carlo_residual_p95_mm=stats["p95"],
+                        monte_carlo_residual_worst_mm=stats["worst"],
+                        monte_carlo_max_worst_mm=result.monte_carlo.stats["max_mm"]["worst"])
         verdict = result.verification.verdict
         if verdict is not None:
             cols.update(tolerance_mm=verdict.tolerance_mm, tolerance_mrad=verdict.tolerance_mrad)

@@ -15,8 +15,7 @@ from ffopt.plan.checks import (BYTES_PER_ROW_AND_COORDINATE, MAX_GEAR_DEFLECTION
                                check_joint_limits, check_joint_speeds, plan_size, verification_cases)
 from ffopt.plan.diagnostics import prefilter_message
 from ffopt.plan.methods import METHODS, Method, Run, solve_method
-from ffopt.plan.min_time import minimum_time_of
-from ffopt.plan.pipeline import PlanOverrides, Planned, check_problem, make_plan, plan
+from ffopt.plan.pipeline import PlanOverrides, Planned, check_problem, make_plan, minimum_time_of, plan
 from ffopt.plan.rest import RestToRest, RobustRest
 from ffopt.plan.result import (PlanResult, effort_limits_exceeded, output_files, reference_summary, urdf_summary,
                                velocity_limits_exceeded, versions)

@@ -15,6 +15,7 @@ from ffopt.io.problem import Problem, load_problem
 from ffopt.plan import checks, diagnostics
 from ffopt.plan.methods import Run, solve_method
 from ffopt.plan.min_time import plan_minimum_time, record_and_say
+from ffopt.motion.min_time import minimum_time
 from ffopt.motion.uncertainty import problem_uncertainty
 from ffopt.plan.rest import RestToRest, end_at_rest, explain_ringing, robust_rest
 from ffopt.plan.result import PlanResult
@@ -112,7 +113,7 @@ def _plan(problem, overrides: PlanOverrides, verify, run: Run) -> PlanResult:
     found = None
     if problem.reference_spec.minimum_time:  # reference.duration = "min": the duration and law first
         tic = time.perf_counter()
-        problem, found = plan_minimum_time(problem, run)
+        problem, found = plan_minimum_time(problem, run.say, _trajectory_planner(run))
         timings["minimum_time"] = time.perf_counter() - tic
     worst_case = None
     if problem.solver.robust == "worst_case":  # the law least sensitive over the [uncertainty] ranges, then planned
@@ -151,6 +152,19 @@ def _plan(problem, overrides: PlanOverrides, verify, run: Run) -> PlanResult:
         method_choice = {**method_choice, "worst_case": worst_case.summary()}
     return PlanResult(problem, traj, report, _settings(problem, traj, run.compile), timings, method_choice,
                       rest_to_rest=rest, monte_carlo=monte)
+
+
+def _trajectory_planner(run: Run):
+    """problem -> Trajectory: ``make_plan`` without verification (method auto explains its own failures)."""
+    quiet = replace(run, hint=False)
+    return lambda problem: make_plan(problem, quiet).trajectory
+
+
+def minimum_time_of(problem: Problem, progress=None, **options):
+    """``ffopt.motion.min_time.minimum_time`` with this planner's ``make_plan`` as its planner (method auto, no
+    verification): minimum-phase arms by the BDF rest-to-rest search, the others by the non-causal NLP."""
+    return minimum_time(problem, progress=progress,
+                        planner=_trajectory_planner(Run(progress or (lambda msg: None), True)), **options)
 
 
 def _worst_case(problem: Problem, ranges, run: Run):

@@ -100,7 +100,19 @@ def settle_case(name, plant, sim: SimResult, after: Hold, loop, window: SettleWi
     e_mm, e_mrad = tool_errors(s, end_ref, end_tool, window.model.output_units)
     text = "static torque of the final pose" + ("" if loop is None else " + motor PD on its static motor angles"
                                                 if isinstance(loop, MotorPD) else " + the state feedback about it")
-    return s, settle_metrics(window, sim, s, after, e_mm, e_mrad, text)
+    return s, settle_metrics(window, sim, s, after, e_mm, e_mrad, text, _outside_end_pose(window, sim))
+
+
+def _outside_end_pose(window, sim: SimResult):
+    """Where on the table's grid the tool is outside the tolerance of the end pose (None without the motion's
+    times): with the settle window's, the settled cycle."""
+    if window.motion is None:
+        return None
+    n = len(sim.t)
+    end_tool = None if window.tool_ref is None else np.tile(window.tool_ref[-1], (n, 1))
+    e_mm, e_mrad = tool_errors(sim, np.tile(window.y_ref[-1], (n, 1)), end_tool, window.model.output_units)
+    outside = e_mm > window.tol_mm
+    return outside if e_mrad is None else outside | (e_mrad > window.tol_mrad)
 
 
 def run_case(name, case: Case, t, integration: Integration) -> SimResult:

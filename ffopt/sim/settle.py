@@ -150,8 +150,9 @@ class SettleWindow:
 
 
 def settle_metrics(window: SettleWindow, sim_move, sim_settle, hold: Hold, errors_mm, errors_mrad,
-                   hold_text: str) -> SettleMetrics:
-    """Residual, settling time and distance from rest of one case (errors over the settle grid)."""
+                   hold_text: str, table_outside=None) -> SettleMetrics:
+    """Residual, settling time and distance from rest of one case (errors over the settle grid); table_outside:
+    where on the table's grid the tool is outside the tolerance of the end pose (for the settled cycle)."""
     t = sim_settle.t
     outside = errors_mm > window.tol_mm
     if errors_mrad is not None:
@@ -166,7 +167,10 @@ def settle_metrics(window: SettleWindow, sim_move, sim_settle, hold: Hold, error
     motor = list(L.motor_of_input)
     link = [i for i in range(L.n_link)]
     v_end = sim_move.v[-1]
-    cycle = None if window.motion is None else _settled_cycle(window, sim_move, sim_settle, outside)
+    cycle = None
+    if window.motion is not None and table_outside is not None:
+        cycle = settled_cycle_time(np.concatenate([sim_move.t, t[1:]]), np.concatenate([table_outside, outside[1:]]),
+                                   *window.motion)
     return SettleMetrics(
         window_s=float(t[-1] - t[0]), residual_mm=float(errors_mm.max()), final_mm=float(errors_mm[-1]),
         settling_time_s=settling, end_link_speed_rad_s=float(np.abs(v_end[link]).max(initial=0.0)),
@@ -185,22 +189,6 @@ def settled_cycle_time(t: np.ndarray, outside: np.ndarray, t_start: float, t_mot
         return float(t_motion_end - t_start)
     last = int(np.nonzero(late)[0][-1])
     return None if last == len(t) - 1 else float(t[last + 1] - t_start)
-
-
-def _settled_cycle(window: SettleWindow, sim_move, sim_settle, outside_settle) -> float | None:
-    """``settled_cycle_time`` over the table (the tool against the end pose after the motion) and the window."""
-    from ffopt.sim.cases import tool_errors  # cases imports this module
-
-    n = len(sim_move.t)
-    end_ref = np.tile(window.y_ref[-1], (n, 1))
-    end_tool = None if window.tool_ref is None else np.tile(window.tool_ref[-1], (n, 1))
-    e_mm, e_mrad = tool_errors(sim_move, end_ref, end_tool, window.model.output_units)
-    outside = e_mm > window.tol_mm
-    if e_mrad is not None:
-        outside |= e_mrad > window.tol_mrad
-    t = np.concatenate([sim_move.t, sim_settle.t[1:]])
-    start, end = window.motion
-    return settled_cycle_time(t, np.concatenate([outside, outside_settle[1:]]), start, end)
 
 
 def plan_end_state(model, traj) -> dict:

@@ -191,3 +191,17 @@ def test_a_bound_below_the_holding_torque_is_named_as_such():
     data["model"]["gravity"] = [0.0, -9.81, 0.0]  # the link horizontal at the end: 2 kg x 9.81 x 0.5 m = 9.8 N m
     with pytest.raises(ProblemError, match="holding the arm against gravity"):
         minimum_time(problem_from_dict(data), n_shape=4, lower_bound=False)
+
+
+def test_a_hand_written_arms_speed_limit_from_its_problem_file():
+    """model.joints' speed_max_rad_s: the link (and its motor) stay below it in the minimum-time move."""
+    data = one_link("elastic_gear", 1e5, torque_max=1e3)
+    data["model"]["joints"][0]["speed_max_rad_s"] = 2.0
+    problem = problem_from_dict(data)
+    limits = MotionLimits.of(problem)
+    assert limits.link_speed_max.tolist() == [2.0] and limits.motor_speed_max.tolist() == [2.0]
+    found = minimum_time(problem, n_shape=6, lower_bound=False)
+    assert found.duration_s > THETA / 2.0 and found.peak_ratio <= 1.0
+    with pytest.raises(ProblemError, match="speed_max_rad_s"):
+        data["model"]["joints"][0]["speed_max_rad_s"] = -1.0
+        problem_from_dict(data)

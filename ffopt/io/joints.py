@@ -106,6 +106,10 @@ JOINT_SCHEMA = {
     "coulomb_friction": Field("float", default=0.0, check=non_negative, unit="N m",
                               doc="Coulomb friction of the motor bearing, arm side, smoothed: fc tanh(speed / "
                                   "1e-3 rad/s)"),
+    "speed_max_rad_s": Field("float", check=positive, unit="rad/s",
+                             doc="the joint's speed limit (link side, arm units): a minimum-time move (reference.duration "
+                                 "= \"min\") keeps the link and its motor below it; with a URDF model it replaces "
+                                 "the URDF's <limit velocity>; default none"),
     "gear_ratio": Field("float", doc="motor angle / joint angle (signed); needed for motor-side data and "
                                      "rotor_coupling = \"full\"; default 1"),
     **{k: Field("float", check=non_negative, unit=_DRIVE_UNITS[a],

@@ -26,7 +26,7 @@ from ffopt.dae.rest_to_rest import N_SHAPE, rest_law_within, with_duration_facto
 from ffopt.errors import ProblemError
 from ffopt.models.equilibrium import ends_at_rest
 
-__all__ = ["MotionLimits", "MinimumTime", "minimum_time", "LIMIT_KINDS"]
+__all__ = ["MotionLimits", "MinimumTime", "minimum_time", "joint_speed_limits", "LIMIT_KINDS"]
 
 LIMIT_KINDS = ("torque", "torque_rate", "link_speed", "motor_speed")
 FEASIBLE = 1.0 - 1e-3  # p(T) at most this: within every limit with a margin of the rest residual's effect
@@ -48,10 +48,11 @@ class MotionLimits:
 
     @classmethod
     def of(cls, problem) -> "MotionLimits":
-        """The problem's limits: nlp.torque_max (or the URDF's effort limits), nlp.torque_rate_max, and the URDF's
-        velocity limits for the link speeds and, on the link side, the speeds of the motors that drive them."""
+        """The problem's limits: nlp.torque_max (or the URDF's effort limits), nlp.torque_rate_max, and the joints'
+        speed limits (model.joints' speed_max_rad_s, else the URDF's velocity limits) for the link speeds and, on the
+        link side, the speeds of the motors that drive them."""
         nlp = problem.nlp
-        speed = _urdf_speed_limits(problem)
+        speed = joint_speed_limits(problem)
         layout = problem.model.layout
         motor = None if speed is None else speed[list(layout.gear)]
         return cls(_array(nlp.torque_max), _array(nlp.torque_rate_max), speed,
@@ -108,11 +109,11 @@ def _array(values) -> np.ndarray | None:
     return None if values is None else np.atleast_1d(np.asarray(values, float))
 
 
-def _urdf_speed_limits(problem) -> np.ndarray | None:
-    """The URDF's <limit velocity> per chain joint (inf where not given), None without a URDF or any limit."""
-    if problem.urdf is None:
-        return None
-    given = {j.name: j.velocity for j in problem.urdf.joints if j.velocity is not None}
+def joint_speed_limits(problem) -> np.ndarray | None:
+    """Per chain joint: model.joints' speed_max_rad_s, else the URDF's <limit velocity>, else inf; None without any."""
+    given = {} if problem.urdf is None else {j.name: j.velocity for j in problem.urdf.joints if j.velocity is not None}
+    raw = problem.to_dict().get("model", {}).get("joints") or [] if getattr(problem, "raw", None) is not None else []
+    given.update({j["name"]: j["speed_max_rad_s"] for j in raw if j.get("speed_max_rad_s") is not None})
     limits = np.array([given.get(j.name, np.inf) for j in problem.chain.joints], float)
     return limits if np.isfinite(limits).any() else None
 

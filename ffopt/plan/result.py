@@ -172,11 +172,14 @@ def effort_limits_exceeded(problem: Problem, traj) -> list[dict]:
 
 
 def velocity_limits_exceeded(problem: Problem, traj) -> list[dict]:
-    """The joints whose planned peak link speed exceeds the URDF's <limit velocity>: joint, peak_rad_s, t_s,
-    limit_rad_s. The rigid path is checked before the solve (``check_joint_speeds``); this is the plan as
-    made, after a rest-to-rest or robust time law has reshaped the timing along the path (and with the
-    elastic deflection rates)."""
-    limits = {} if problem.urdf is None else {j.name: j.velocity for j in problem.urdf.joints}
+    """The joints whose planned peak link speed exceeds their speed limit (model.joints' speed_max_rad_s, else the
+    URDF's <limit velocity>): joint, peak_rad_s, t_s, limit_rad_s. The rigid path is checked before the solve
+    (``check_joint_speeds``); this is the plan as made, after a rest-to-rest or robust time law has reshaped the
+    timing along the path (and with the elastic deflection rates)."""
+    from ffopt.motion.min_time import joint_speed_limits  # the motion stage: loaded with the planner
+
+    given = joint_speed_limits(problem)
+    limits = {} if given is None else {j.name: float(x) for j, x in zip(problem.chain.joints, given)}
     found = []
     for k, joint in enumerate(problem.chain.joints):
         limit = limits.get(joint.name, np.inf)

@@ -205,3 +205,17 @@ def test_a_hand_written_arms_speed_limit_from_its_problem_file():
     with pytest.raises(ProblemError, match="speed_max_rad_s"):
         data["model"]["joints"][0]["speed_max_rad_s"] = -1.0
         problem_from_dict(data)
+
+
+def test_a_urdf_arms_limits_are_its_effort_and_velocity_limits():
+    """Without nlp.torque_max a URDF model's minimum time keeps its <limit effort> and <limit velocity>."""
+    from pathlib import Path
+
+    import ffopt
+
+    problem = ffopt.load_problem(Path(__file__).resolve().parents[1] / "problems" / "ur5_line.toml")
+    assert problem.nlp.torque_max is None
+    limits = MotionLimits.of(problem)
+    effort = {j.name: j.effort for j in problem.urdf.joints}
+    assert limits.torque_max.tolist() == [effort[problem.chain.joints[i].name] for i in problem.model.layout.actuated]
+    assert np.all(np.isfinite(limits.link_speed_max))

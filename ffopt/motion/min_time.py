@@ -48,14 +48,15 @@ class MotionLimits:
 
     @classmethod
     def of(cls, problem) -> "MotionLimits":
-        """The problem's limits: nlp.torque_max (or the URDF's effort limits), nlp.torque_rate_max, and the joints'
-        speed limits (model.joints' speed_max_rad_s, else the URDF's velocity limits) for the link speeds and, on the
-        link side, the speeds of the motors that drive them."""
+        """The problem's limits: nlp.torque_max (without it, a URDF model's effort limits: what the drives allow),
+        nlp.torque_rate_max, and the joints' speed limits (model.joints' speed_max_rad_s, else the URDF's velocity
+        limits) for the link speeds and, on the link side, the speeds of the motors that drive them."""
         nlp = problem.nlp
         speed = joint_speed_limits(problem)
         layout = problem.model.layout
         motor = None if speed is None else speed[list(layout.gear)]
-        return cls(_array(nlp.torque_max), _array(nlp.torque_rate_max), speed,
+        torque = _array(nlp.torque_max) if nlp.torque_max is not None else _urdf_effort_limits(problem)
+        return cls(torque, _array(nlp.torque_rate_max), speed,
                    None if motor is None or not np.isfinite(motor).any() else motor, layout.n_link)
 
     def is_empty(self) -> bool:
@@ -107,6 +108,15 @@ def _intervals(t: np.ndarray, mask: np.ndarray) -> list[list[float]]:
 
 def _array(values) -> np.ndarray | None:
     return None if values is None else np.atleast_1d(np.asarray(values, float))
+
+
+def _urdf_effort_limits(problem) -> np.ndarray | None:
+    """The URDF's <limit effort> of the actuated joints, None without a URDF or where one is missing."""
+    if problem.urdf is None:
+        return None
+    given = {j.name: j.effort for j in problem.urdf.joints}
+    effort = [given.get(problem.chain.joints[i].name) for i in problem.model.layout.actuated]
+    return None if any(e is None or not np.isfinite(e) or e <= 0 for e in effort) else np.array(effort, float)
 
 
 def joint_speed_limits(problem) -> np.ndarray | None:

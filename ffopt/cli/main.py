@@ -19,6 +19,7 @@ from ffopt.cli.common import (EXIT_INPUT, EXIT_INTERRUPTED, EXIT_MISSED_TOLERANC
 from ffopt.errors import FfoptError, PathError, ProblemError, SolverError, VerificationError
 from ffopt.io.problem import BDF_FORMS, HOLDS, VERIFICATION_CASES
 from ffopt.settings.bench import BENCH_TABLES
+from ffopt.settings.reference import DURATION_FROM_LIMIT_KEYS
 from ffopt.settings.methods import BDF_FAMILY, BDF_ORDER_MAX, BDF_ORDER_MIN, METHODS
 from ffopt.settings.nlp import BACKENDS, WARM_STARTS
 
@@ -114,7 +115,7 @@ def _with_min_time(problem):
                            "none (use a line, an arc or a joint move)")
     data = problem.to_dict()
     ref = data["reference"]
-    for key in ("speed_mm_s", "speed_max_deg_s", "speed_max_rad_s", "acceleration_max_deg_s2", "acceleration_max_rad_s2"):
+    for key in DURATION_FROM_LIMIT_KEYS:
         ref.pop(key, None)
     ref.update(duration="min", duration_max=max(DURATION_MAX_S, spec.duration))
     return problem.from_dict(data, problem.source)

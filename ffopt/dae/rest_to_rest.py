@@ -40,6 +40,7 @@ from ffopt.models.equilibrium import (REST_SPEED_RAD_S, REST_TORQUE_REL, ends_at
 from ffopt.dae.inverse import solve_inverse_bdf
 from ffopt.errors import ProblemError
 from ffopt.reference.build import reference_from_spec
+from ffopt.settings.reference import DURATION_FROM_LIMIT_KEYS
 from ffopt.reference.retimed import RetimedPath
 from ffopt.reference.paths import time_law_peak
 from ffopt.reference.time_laws import get_time_law, junction_family, monotonicity_margin, shaped_time_law
@@ -373,8 +374,7 @@ def with_duration_factor(problem, factor: float):
     data = problem.to_dict()
     ref = data["reference"]
     spec = problem.reference_spec
-    for key in ("speed_mm_s", "speed_max_deg_s", "speed_max_rad_s", "acceleration_max_deg_s2",
-                "acceleration_max_rad_s2", "duration_max"):  # duration_max: a minimum-time search's, now decided
+    for key in (*DURATION_FROM_LIMIT_KEYS, "duration_max"):  # duration_max: a minimum-time search's, now decided
         ref.pop(key, None)
     if spec.kind == "polyline":
         ref["durations"] = (factor * np.asarray(spec.params["durations"], float)).tolist()

@@ -61,6 +61,7 @@ from ffopt.reference.paths import (
 from ffopt.reference.prefilter import DEFAULT_SETTLE_TOLERANCE, RAW_KINDS, Butterworth, ptp_profile, step_profile
 from ffopt.reference.shaping import SHAPERS
 from ffopt.reference.time_laws import TIME_LAWS, TimeLaw, shaped_time_law
+from ffopt.settings.reference import DURATION_FROM_LIMIT_KEYS
 
 KINDS = ("line", "polyline", "arc", "joint_ptp", "prefilter")
 TIME_LAW_KEYS = ("time_law", "time_law_shape", "shaper", "shaper_modes")  # not of a prefiltered move
@@ -341,8 +342,7 @@ def _minimum_time(v, raw: dict, schema: dict) -> tuple[dict, bool]:
         return raw, False
     if "duration_max" not in schema:
         v.fail("reference.duration", "\"min\" is for the kinds with one duration (line, arc, joint_ptp)")
-    for key in ("speed_mm_s", "speed_max_deg_s", "speed_max_rad_s", "acceleration_max_deg_s2",
-                "acceleration_max_rad_s2"):
+    for key in DURATION_FROM_LIMIT_KEYS:
         if raw.get(key) is not None:
             v.fail(f"reference.{key}", "with duration = \"min\" the search sets the duration: remove it")
     return {**raw, "duration": raw.get("duration_max", DURATION_MAX_S)}, True

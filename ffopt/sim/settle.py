@@ -157,12 +157,7 @@ def settle_metrics(window: SettleWindow, sim_move, sim_settle, hold: Hold, error
     outside = errors_mm > window.tol_mm
     if errors_mrad is not None:
         outside |= errors_mrad > window.tol_mrad
-    if not outside.any():
-        settling = 0.0
-    elif outside[-1]:
-        settling = None
-    else:
-        settling = float(t[np.nonzero(outside)[0][-1] + 1] - t[0])
+    settling = settled_cycle_time(t, outside, t[0], t[0])  # from the window's start: 0 if never outside
     L = window.model.layout
     motor = list(L.motor_of_input)
     link = [i for i in range(L.n_link)]

@@ -20,14 +20,15 @@
    there), the NLP runs next (``_unstable_order``).
 3. Non-minimum phase: the causal inverse integrates the unstable zero dynamics forward and
    diverges (Moberg & Hanssen, inverse dynamics of flexible manipulators), so the non-causal
-   NLP with pre- and post-actuation runs directly, from rest (a BDF warm start would diverge).
-   Where an unstable zero acts faster than the NLP grid (Re z h > ``POORLY_RESOLVED_PER_STEP``), the
-   penalty NLP of item 4 runs first and exact tracking second: exact tracking ties the torques to
-   the states at every collocation point, and on modes the grid does not resolve they zigzag from
-   point to point (a drawn 3-link arm, unstable zero 8074 1/s at h = 1 ms: +-0.3 N m, verified
-   0.24 mm), while the penalty NLP keeps them smooth and tracks to 4e-7 mm at the points (0.006 mm
-   verified, 5x faster).
-4. Last in both chains (first where item 3 says so; when the problem asks for exact tracking): the same NLP with the path as
+   NLP with pre- and post-actuation runs directly, started from the rigid model's feedforward (stiff
+   gears, passive joints locked: on the path, bounded; a BDF warm start would diverge) rather than
+   from rest (the arm with a passive forearm flexure: 3 IPOPT iterations instead of 26).
+   Exact tracking first also where the grid resolves an unstable zero poorly (Re z h above
+   ``poorly_resolved_per_step``): a drawn 3-link arm with an unstable zero of 8074 1/s (8 per 1 ms
+   step) plans from the rigid start in 3 iterations (1 s) and verifies to 0.0049 mm, with the same
+   torques, point for point, as the penalty NLP of item 4 (29 iterations, 0.0057 mm; measured
+   2026-12-07). Earlier, from rest, its exact NLP took 59 s and zigzagged.
+4. Last in both chains (when the problem asks for exact tracking): the same NLP, from rest, with the path as
    a penalty of weight ``PENALTY_FALLBACK_WEIGHT`` instead of a constraint. From rest, the
    exact-tracking NLP starts far from feasible, and IPOPT can diverge (seen on a planar 3-link
    arm with a soft passive elbow: objective 1e9 after 12 iterations, then the limit), while the
@@ -51,7 +52,6 @@ import numpy as np
 
 from ffopt._version import __version__
 from ffopt.errors import FfoptError, SolverError
-from ffopt.settings.nlp import POORLY_RESOLVED_PER_STEP
 
 ZERO_DYNAMICS_POINTS = 21
 # A zero counts as unstable above this real part relative to its size. Undamped zero dynamics (a
@@ -65,6 +65,10 @@ UNSTABLE_RTOL = 1e-8
 UNRESOLVED_PER_STEP = 10.0
 BDF_FORMS = ("I1", "I2", "I3")  # lowest index first
 ANALYSIS_ERRORS = (FfoptError, np.linalg.LinAlgError, ArithmeticError, RuntimeError, ValueError)
+# The start of a non-causal NLP: the rigid model's feedforward (stiff gears, passive joints locked; item 3). The arm
+# with a passive forearm flexure (problems/arm6_passive_forearm.toml): exact tracking solved in 3 IPOPT iterations
+# from it, against 26 for the penalty NLP from rest (measured 2026-12-07).
+NON_CAUSAL_START = "rigid"
 PENALTY_FALLBACK_WEIGHT = 1e15  # tool error ~ weight^-1/4 on the arm above; 1e15: 0.02 mm
 MAX_REASON_CHARS = 200
 
@@ -100,7 +104,7 @@ def solve_auto(problem, solve, say=lambda msg: None):
         if stability.order is not None and stability.changed:
             problem = problem.with_solver(order=stability.order, step=stability.step)
     chain = _chain(problem, minimum_phase, analysis, bdf=stability is None or stability.order is not None)
-    reason = _reason(analysis, minimum_phase) + _order_reason(problem, minimum_phase, analysis)
+    reason = _reason(analysis, minimum_phase)
     if stability is not None and stability.limiting_zero is not None:
         reason += f"; {stability.reason()}"
     say(f"method auto: {reason}: {chain[0][1]}")
@@ -296,30 +300,13 @@ def _reason(analysis: dict, minimum_phase: bool | None) -> str:
     return f"minimum phase ({where})" if z.real < 0 else f"marginally minimum phase, undamped zero dynamics ({where})"
 
 
-def _penalty_first(problem, minimum_phase: bool | None, analysis: dict | None) -> bool:
-    """Non-minimum phase with an unstable zero faster than POORLY_RESOLVED_PER_STEP per NLP step (item 3
-    of the module docstring)."""
-    fastest = (analysis or {}).get("fastest_unstable_zero")
-    return (minimum_phase is False and problem.nlp.tracking == "exact" and fastest is not None
-            and fastest * problem.nlp.step > POORLY_RESOLVED_PER_STEP)
-
-
-def _order_reason(problem, minimum_phase, analysis) -> str:
-    if not _penalty_first(problem, minimum_phase, analysis):
-        return ""
-    z = analysis["fastest_unstable_zero"]
-    return (f"; its unstable zero {z:.4g} 1/s acts within 1/{z * problem.nlp.step:.2g} of an NLP step, so the "
-            "path as a penalty first")
-
-
 def _chain(problem, minimum_phase: bool | None, analysis: dict | None = None, bdf: bool = True) -> list:
     """[(problem with one explicit method, label)] in the order they are tried. bdf=False: no BDF
     formulation (no order is stable on the zero dynamics at the step or a fraction of it)."""
     s = problem.solver
     if minimum_phase is False:
-        nlp = problem.with_solver(method="nlp").with_nlp(strategy="auto", warm_start="none")
-        chain = [(nlp, _nlp_label(nlp, "non-causal"))] + _penalty_fallback(problem, "non-causal")
-        return chain[::-1] if _penalty_first(problem, minimum_phase, analysis) else chain
+        nlp = problem.with_solver(method="nlp").with_nlp(strategy="auto", warm_start=NON_CAUSAL_START)
+        return [(nlp, _nlp_label(nlp, "non-causal"))] + _penalty_fallback(problem, "non-causal")
     forms = [s.form] + [f for f in BDF_FORMS if f != s.form]
     chain = [(problem.with_solver(method="bdf", form=f), "") for f in forms]
     if problem.model.drives is None:  # dd does not model DC-motor electrics
@@ -337,8 +324,9 @@ def _bdf_label(candidate) -> str:
 
 
 def _penalty_fallback(problem, strategy: str) -> list:
-    """The NLP with the path as a heavy penalty, from rest (item 4 of the module docstring); none
-    where the problem already asks for band or penalty tracking."""
+    """The NLP with the path as a heavy penalty, from rest (item 4 of the module docstring: from the rigid
+    model's feedforward the fast-zero 3-link arm's penalty NLP stalled at IPOPT's step computation after 112
+    iterations); none where the problem already asks for band or penalty tracking."""
     if problem.nlp.tracking != "exact":
         return []
     nlp = problem.with_solver(method="nlp").with_nlp(strategy="auto", warm_start="none", tracking="penalty",

@@ -126,12 +126,13 @@ def test_e12_shaped_plan_ends_at_rest_with_a_lower_peak(e12):
     assert info["at_rest"] and info["needed"] and not builds  # a new law is new data, not a new compile
     rest, end = ends_at_rest(shaped.model, traj)
     assert rest
-    # regression values measured on 2026-11-28: speeds 2.8e-11 rad/s, angle offset 4.6e-12 rad; bounds ~2x. The
-    # torque offset, 1.7e-5 N m (1.3e-10 of the peak): the search reads the path by Taylor arithmetic
-    # (ffopt.reference.retimed), the plan symbolically; they agree to ~1e-11 relative (4.8e-7 N m when both were
-    # symbolic)
+    # regression values measured on 2026-11-28: speeds 2.8e-11 rad/s, angle offset 4.6e-12 rad (1.8e-10 rad with
+    # the libraries of 2026-12-07: casadi 3.8.2, numpy 2.4, scipy 1.17; roundoff of the path arithmetic, so the
+    # bound is 1e-9 rad, 1e-5 of the 1e-4 rad/s that counts as rest over a second). The torque offset, 1.7e-5 (2.1e-5)
+    # N m (1.3e-10 of the peak): the search reads the path by Taylor arithmetic (ffopt.reference.retimed), the plan
+    # symbolically; they agree to ~1e-11 relative (4.8e-7 N m when both were symbolic)
     assert max(end["link_speed_max_rad_s"], end["motor_speed_max_rad_s"]) < 6e-11
-    assert end["input_offset_max"] < 5e-5 and end["q_offset_max"] < 1e-11  # N m, rad
+    assert end["input_offset_max"] < 5e-5 and end["q_offset_max"] < 1e-9  # N m, rad
     peak, peak0 = np.abs(traj.u).max(), np.abs(base.u).max()
     assert peak0 == pytest.approx(E12_PEAK_POLY11, rel=1e-4)
     assert peak <= peak0 and peak == pytest.approx(E12_PEAK_SHAPED, rel=1e-5)  # the constant's rounding: 2e-7

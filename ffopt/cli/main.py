@@ -207,7 +207,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", choices=BACKENDS,
                    help="NLP backend (method nlp); auto: Newton if the NLP is square, else IPOPT through its C "
                         "interface (ipopt-c)")
-    p.add_argument("--warm-start", choices=WARM_STARTS, help="NLP start point: BDF solution or rest (method nlp)")
+    p.add_argument("--warm-start", choices=WARM_STARTS, help="NLP start point: BDF solution, rigid-model feedforward or rest (method nlp)")
     p.add_argument("--verify", choices=VERIFICATION_CASES,
                    help="verification cases: default = the plan open loop and with the motor PD loop; full = also "
                         "the cubic-spline torques, rigid-model feedforward, PD only and the payload mismatch "

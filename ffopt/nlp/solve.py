@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -24,20 +25,32 @@ from ffopt.models.flexible import FlexibleModel
 from ffopt.nlp.backends.common import stop_status
 from ffopt.nlp.feasibility import TorqueNeeds, check_bounds, torque_needs
 from ffopt.nlp.monitor import SolveMonitor
-from ffopt.nlp.settings import (BACKENDS, LINEAR_SOLVERS, POORLY_RESOLVED_PER_STEP, STRATEGIES, NlpSettings,
+from ffopt.nlp.settings import (BACKENDS, LINEAR_SOLVERS, STRATEGIES, NlpSettings, poorly_resolved_per_step,
                                 check_limits)
 from ffopt.nlp.transcription import Transcription
+from ffopt.sim.baselines import rigid_feedforward
 from ffopt.trajectory import Trajectory
 
 DIVERGED_TORQUE_FACTOR = 1e3  # BDF torques this many times the static torque scale: diverged
 
 
 def hessian_mode(s: NlpSettings, noncausal: bool) -> str:
-    """L-BFGS where the NLP is square (causal exact tracking, no bounds: u is fixed by the path);
-    measured on E12 at 2 ms: same solution (0.081 mm verified), solve 1.3-1.5 s instead of 3.1-3.6 s."""
-    square = s.tracking == "exact" and not noncausal and s.torque_max is None and s.torque_rate_max is None \
-        and s.voltage_max is None
-    return "limited-memory" if square else "exact"
+    """The Hessian IPOPT works with, by how far the NLP is from square (exact tracking, no bounds: the path fixes
+    the torques but for the start state of a non-causal plan):
+
+    - "limited-memory" (L-BFGS) where the NLP is square (causal): measured on E12 at 2 ms, the same solution
+      (0.081 mm verified), solve 1.3-1.5 s instead of 3.1-3.6 s;
+    - "gauss-newton" where it is square but for the non-causal start state: the Hessian of the objective alone,
+      without the constraints' curvature sum lam_i grad^2 g_i. At the solution lam = -(J J')^-1 J grad f is as
+      small as the objective's gradient, which such an NLP hardly moves (the arm with a passive forearm flexure:
+      the objective changed in its 8th digit after the first step), so the dropped term is small and the steps
+      keep Newton's rate. That arm: the same 3 iterations and solution to 8 digits as with the exact Hessian,
+      NLP 5.9 s instead of 8.2-11.0 s (its interval Hessians: 1 s an evaluation, 15 s of gcc once per model);
+    - "exact" otherwise (bounds, band or penalty tracking: the curvature matters)."""
+    square = s.tracking == "exact" and s.torque_max is None and s.torque_rate_max is None and s.voltage_max is None
+    if not square:
+        return "exact"
+    return "gauss-newton" if noncausal else "limited-memory"
 
 
 def solve_backend(backend: str, nlp, warm: bool, settings: NlpSettings, monitor: SolveMonitor, transcription=None):
@@ -129,6 +142,42 @@ def _warm_start_order(rep, reference, step: float) -> dict:
     return out
 
 
+def start_point(tr: Transcription, settings: NlpSettings, qa_guess, say):
+    """The NLP's start without a BDF solution: rest (warm_start = 'none'), or for 'rigid' the rigid model's
+    feedforward (rest where the rigid inverse fails, said)."""
+    if settings.warm_start != "rigid":
+        return tr.rest_guess()
+    try:
+        motion = rigid_start(tr.model, tr.reference, tr.tc, qa_guess)
+    except FfoptError as err:
+        say(f"no rigid-model start ({err}): the NLP starts from rest")
+        return tr.rest_guess()
+    return tr.guess_from_trajectory(motion)
+
+
+def rigid_start(model: FlexibleModel, reference, times, qa_guess) -> SimpleNamespace:
+    """The rigid model's feedforward (stiff gears, passive joints locked: ``ffopt.sim.baselines.rigid_feedforward``)
+    as the elastic model's states: each motor ahead of its link by the gear deflection (u - Jm qa'') / k. On the
+    path and bounded where the elastic inverse of a non-minimum-phase arm is not causal (its BDF solution
+    diverges); the NLP then adds the gear and passive-joint dynamics. Held at its ends outside the reference."""
+    t = np.unique(np.clip(np.concatenate([[0.0, reference.t_end], times]), 0.0, reference.t_end))
+    rigid = rigid_feedforward(model, reference, t, qa_guess)
+    L, joints = model.layout, model.chain.joints
+    gear = list(L.gear)
+    tau = rigid.u.copy()
+    inputs = [L.actuated.index(i) for i in gear]
+    stiffness = np.array([joints[i].stiffness for i in gear])
+    motor_inertia = np.array([joints[i].motor_inertia for i in gear])
+    deflection = (tau[:, inputs] - motor_inertia * rigid.ddqa[:, gear]) / stiffness
+    q = np.hstack([rigid.qa, rigid.qa[:, gear] + deflection])
+    v, a = (np.hstack([x, x[:, gear]]) for x in (rigid.dqa, rigid.ddqa))
+    u, current = tau, None
+    if model.n_z:  # DC-motor electrics: the armature voltages and currents of these torques
+        rate = np.gradient(tau, t, axis=0)
+        u, current = (np.array(x, float).T for x in model.input_from_torque.map(len(t))(q.T, v.T, tau.T, rate.T))
+    return SimpleNamespace(t=t, q=q, v=v, a=a, u=u, current=current)
+
+
 def pre_actuation_rate(rep) -> float:
     """Re z of the slowest unstable zero along the path (1/s): the pre-actuation needed by a stable
     inversion is set by the slowest-decaying (backwards in time) unstable mode, i.e. the smallest
@@ -191,7 +240,7 @@ def solve_inverse_nlp(model: FlexibleModel, reference, settings: NlpSettings, qa
             tic = time.perf_counter()
             tr = Transcription(model, reference, s, q_rest, noncausal, dummy, progress=say)
             needs = _check_bounds(tr, warm, qa_guess, say)
-            guess = tr.guess_from_trajectory(warm) if use_warm else tr.rest_guess()
+            guess = tr.guess_from_trajectory(warm) if use_warm else start_point(tr, s, qa_guess, say)
             nlp = tr.build(guess)
             nlp.info["hessian"] = hessian_mode(s, noncausal)
             nlp.info["linear_solver"] = s.linear_solver
@@ -477,10 +526,11 @@ def plan_nlp(problem, progress=None) -> Trajectory:
                                      bdf_step=problem.solver.step)
     say(f"NLP strategy: {info['strategy']} ({info['strategy_reason']}); zero dynamics: {info['zero_dynamics']}")
     per_step = info.get("fastest_unstable_zero", 0.0) * settings.step
-    if settings.tracking == "exact" and per_step > POORLY_RESOLVED_PER_STEP:
-        say(f"warning: the unstable zero {info['fastest_unstable_zero']:.4g} 1/s acts within 1/{per_step:.2g} of a "
-            f"step (h = {settings.step * 1e3:g} ms): exact-tracking torques may zigzag between collocation points; "
-            "nlp.tracking = 'penalty' keeps them smooth (method auto does so), or a smaller nlp.step")
+    if settings.tracking == "exact" and per_step > poorly_resolved_per_step(settings):
+        say(f"note: the unstable zero {info['fastest_unstable_zero']:.4g} 1/s grows by exp({per_step:.2g}) over a step "
+            f"(h = {settings.step * 1e3:g} ms), more than the collocation resolves to 2 % "
+            f"(exp({poorly_resolved_per_step(settings):.3g})): the verification shows whether it matters; a smaller "
+            "nlp.step resolves it")
     warm = None
     bounded = settings.torque_max is not None or settings.torque_rate_max is not None
     order = info.get("warm_start_order", WARM_START_ORDER)

@@ -300,8 +300,9 @@ class Transcription:
                 info["newton_step"] = lambda w_scaled, r: assembly.newton_step(w_scaled, r, row_scale)
         first = np.cumsum([0] + [int(p.numel()) for p in g_parts])  # the hold and rate rows are linear in w
         linear = [(int(first[i]), p) for i, p in enumerate(g_parts) if i > 0 and (band is None or first[i] != band[0])]
-        info["derivatives"] = lambda: StructuredDerivatives(  # built on demand
-            assembly, w, ObjectiveParts(f_quad, weights), linear, band, row_scale)
+        info["derivatives"] = lambda: StructuredDerivatives(  # built on demand, after the solver set info["hessian"]
+            assembly, w, ObjectiveParts(f_quad, weights), linear, band, row_scale,
+            constraint_curvature=info.get("hessian", "exact") == "exact")
         return NlpProblem(w, f, ca.vertcat(*g_parts), lbx, ubx, np.concatenate(lbg), np.concatenate(ubg),
                           w0, info, Scales(sx, su, row_scale, obj_scale))
 
@@ -543,8 +544,11 @@ class StructuredDerivatives:
     """
 
     def __init__(self, assembly: KernelAssembly, w: ca.MX, objective: ObjectiveParts, linear: list, band,
-                 row_scale):
+                 row_scale, constraint_curvature: bool = True):
+        """constraint_curvature False: the Hessian leaves out the dynamics rows' second derivatives (their kernels are
+        then never built: Gauss-Newton or L-BFGS, ``ffopt.nlp.solve.hessian_mode``)."""
         grid = assembly.grid
+        self._curvature = constraint_curvature
         self.assembly, n_pts, n_w = assembly, grid.n_pts, int(w.numel())
         self.n_G, self.n_pts, self.n_w, self.n_x, self.n_out = assembly.n_eq * n_pts, n_pts, n_w, grid.n_x, grid.n_out
         self._row_scale, self._band, self._weights = row_scale, band, objective.weights
@@ -557,7 +561,8 @@ class StructuredDerivatives:
         Q_low = scipy.sparse.tril(self._Q).tocoo()
         self._A, self._a, lin_rows = self._linear_rows(w, linear)
         J_parts = [assembly.jacobian_indices, (self._A.row, self._A.col)]
-        H_parts = [assembly.hessian_indices, (Q_low.row, Q_low.col)]
+        H_parts = [assembly.hessian_indices] if constraint_curvature else []
+        H_parts.append((Q_low.row, Q_low.col))
         self._lin_rows = lin_rows
         if uses_error:
             patterns = assembly.kernels.point().patterns
@@ -624,7 +629,8 @@ class StructuredDerivatives:
 
     def hessian_values(self, w, lam, sigma) -> np.ndarray:
         lam = np.asarray(lam, float).ravel()
-        parts = [self.assembly.hessian_values(w, lam[: self.n_G], self._row_scale), sigma * self._Q_low_vals]
+        parts = [self.assembly.hessian_values(w, lam[: self.n_G], self._row_scale)] if self._curvature else []
+        parts.append(sigma * self._Q_low_vals)
         if self._weights is not None or self._band is not None:  # sigma weights_j |E_j|^2 + lam_band_j' E_j / tol
             a = sigma * self._weights if self._weights is not None else np.zeros(self.n_pts)
             mu = np.zeros(self.n_pts * self.n_out)

@@ -13,7 +13,7 @@ SCHEMES = ("radau", "euler")
 STRATEGIES = ("auto", "causal", "noncausal")
 BACKENDS = ("casadi", "cyipopt", "ipopt-c", "pyomo", "fatrop", "auto")  # auto: the fastest (see backends/casadi_ipopt.solve_auto);
 # fatrop: the stage-structured interior point on the stage-ordered NLP (ffopt/nlp/stages.py)
-WARM_STARTS = ("bdf", "none")
+WARM_STARTS = ("bdf", "rigid", "none")  # rigid: the rigid model's feedforward (ffopt.nlp.solve.rigid_start)
 # IPOPT's linear solver: MUMPS (every IPOPT here) or SPRAL (CasADi's IPOPT only; cyipopt's build has MUMPS
 # alone). E12 bounded, h = 2 ms: MUMPS 0.58 s inside IPOPT, SPRAL 1.4 s at best (results/nlp.md).
 LINEAR_SOLVERS = ("mumps", "spral")
@@ -22,9 +22,12 @@ LINEAR_SOLVERS = ("mumps", "spral")
 # The time limit is one of CPU time (what the solve costs, the same on a busy or an idle machine);
 # wall time is only an outer guard (a stuck process, a machine shared with many jobs), by default
 # WALL_GUARD_FACTOR x the CPU limit.
-# An unstable zero faster than this many per step (Re z h) is poorly resolved by the collocation grid:
-# the exact-tracking torques zigzag between collocation points (ffopt.auto_method, item 3).
-POORLY_RESOLVED_PER_STEP = 1.0
+# An unstable zero z is resolved by the collocation grid while the rule's growth over one step, its stability
+# function R(Re z h), stays within 2 % of exp(Re z h): up to these Re z h for Radau IIA of each degree (implicit
+# Euler = degree 1), computed from the rules (tests/test_collocation.py). Beyond, R falls behind exp and, past
+# its pole (degree 3: Re z h = 3.64), turns negative: the discrete unstable mode alternates in sign from step to
+# step and the exact-tracking torques zigzag between collocation points (ffopt.auto_method, item 3).
+RESOLVED_GROWTH_PER_STEP = {1: 0.19, 2: 1.01, 3: 2.09, 4: 3.29, 5: 4.51, 6: 5.79, 7: 7.05, 8: 8.36, 9: 9.64}
 MAX_ITER = 1000
 MAX_CPU_TIME_S = 120.0
 WALL_GUARD_FACTOR = 3.0
@@ -67,6 +70,11 @@ class NlpSettings:
         """The wall-time guard: max_wall_time_s, or WALL_GUARD_FACTOR x max_cpu_time_s if not set."""
         return float(self.max_wall_time_s) if self.max_wall_time_s is not None \
             else WALL_GUARD_FACTOR * float(self.max_cpu_time_s)
+
+
+def poorly_resolved_per_step(settings: NlpSettings) -> float:
+    """Re z h above which the collocation grid of ``settings`` does not resolve an unstable zero z."""
+    return RESOLVED_GROWTH_PER_STEP[1 if settings.scheme == "euler" else int(settings.degree)]
 
 
 def check_limits(settings: NlpSettings) -> None:

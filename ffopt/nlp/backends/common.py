@@ -106,9 +106,9 @@ def ipopt_options(warm: bool, tol: float, max_iter: int, max_wall_time: float, h
     """IPOPT options; with ``warm`` the primal start point is kept (small barrier, tiny push).
 
     ``linear_solver``: "mumps" or "spral" (``NlpSettings.linear_solver``).
-    ``hessian``: "exact" or "limited-memory" (L-BFGS; used where the NLP is square, see
+    ``hessian``: "exact", "limited-memory" (L-BFGS; used where the NLP is square, see
     ffopt.nlp.solve.hessian_mode: the feasible set is a point and second derivatives only slow
-    each iteration down).
+    each iteration down) or "gauss-newton" (exact for IPOPT; the callbacks leave the constraints' curvature out).
     """
     # u = Jm * d(vm)/dt + ... is a derivative of the collocation polynomial of an algebraic-like
     # motor velocity: a residual of 1e-8 (scaled) in the gear rows moved u by ~200 N m on E12
@@ -124,7 +124,8 @@ def ipopt_options(warm: bool, tol: float, max_iter: int, max_wall_time: float, h
             # its scaling solves these KKT systems to roundoff): over 15 NLPs (results/ipopt_refinement.py) the NLP
             # CPU fell from 40.1 to 32.8 s, the slowest from 9.2 to 5.4 s, with the same verified errors.
             "min_refinement_steps": 0, "fast_step_computation": "yes",
-            "hessian_approximation": hessian}
+            # gauss-newton: the exact-Hessian iteration on the Hessian the callbacks give (ffopt.nlp.solve.hessian_mode)
+            "hessian_approximation": "exact" if hessian == "gauss-newton" else hessian}
     if linear_solver == "spral":  # its fastest variant on E12 (results/nlp.md): METIS order, no scaling (as MUMPS)
         del opts["mumps_scaling"]
         opts.update({"linear_solver": "spral", "spral_order": "metis", "spral_scaling": "none", "spral_use_gpu": "no"})

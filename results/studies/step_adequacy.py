@@ -47,7 +47,7 @@ def plan(problem, variant: str, order: int, h: float):
         return solve_inverse_bdf(p.model, p.reference, BdfSettings(order=order, step=h, form="I1"), qa_guess=g)
     from ffopt.replication.moberg_hanssen import solve_inverse_variant
 
-    return solve_inverse_variant(p.model, p.reference, variant, order, h, g)
+    return solve_inverse_variant(p.model, p.reference, variant, BdfSettings(order, h), g)
 
 
 def simulate_plan(problem, traj):

@@ -7,12 +7,12 @@ tolerances) through ``casadi.integrator`` in ONE call for the whole output grid.
 
 Inputs between grid points
 --------------------------
-The feed-forward torque u_ff (n, N) given on the grid t (n,) is interpolated piecewise
-polynomially, ``interpolation="linear"`` (default: what a controller that interpolates the torque
-table linearly applies) or ``"cubic"`` (SciPy's not-a-knot cubic spline through the same samples:
-the best reconstruction of a smooth plan, error O(h^4) instead of O(h^2)) or ``"zoh"`` (zero-order
-hold: row k applied from t_k up to t_k+1, what a controller with a sample-and-hold output applies;
-the feedback references then stay linear). This is done exactly,
+The feed-forward torque u_ff (n, N) given on the grid t (n,) is interpolated piecewise polynomially
+(``SimulationOptions.interpolation``), ``"linear"`` (default: what a controller that interpolates
+the torque table linearly applies) or ``"cubic"`` (SciPy's not-a-knot cubic spline through the same
+samples: the best reconstruction of a smooth plan, error O(h^4) instead of O(h^2)) or ``"zoh"``
+(zero-order hold: row k applied from t_k up to t_k+1, what a controller with a sample-and-hold
+output applies; the feedback references then stay linear). This is done exactly,
 not by an approximation inside the integrator: on interval k, [t_k, t_k+1], the integrator
 receives the local polynomial coefficients as piecewise-constant controls (CasADi's control input
 ``u`` holds one column per output interval) and evaluates

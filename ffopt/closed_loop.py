@@ -199,7 +199,8 @@ def simulate(problem: Problem | str | Path, plan=None, *, progress=None, exporte
     (for the rest-to-rest move, a plan folder's problem.toml). Give ``plan`` or ``exported``, not both.
     Raises ProblemError (bad input: plan and problem or plant do not match) or VerificationError.
     """
-    from ffopt.control import design, from_trajectory, rigid_model, run_closed_loop, static_compensation
+    from ffopt.control import (ClosedLoopSetup, design, from_trajectory, rigid_model, run_closed_loop,
+                               static_compensation)
     from ffopt.models.equilibrium import static_equilibrium
 
     o = SimulateOptions(**options)
@@ -247,26 +248,26 @@ def simulate(problem: Problem | str | Path, plan=None, *, progress=None, exporte
         sources += [static_compensation(model, reference, t, guess), rigid_model(model, reference, t, guess)]
     names = {"elastic": "feedforward", "static": "static_compensation", "rigid": "rigid_feedforward"}
     runs = {}
+    setup = ClosedLoopSetup(plant_model, model, gains, y_ref, tool_ref, ver.rtol, label)
     tic = time.perf_counter()
     for ff in sources:
         name = f"{names[ff.name]}_{CASE_SUFFIX[controller]}"
         say(f"simulating {name} on the {label} plant")
         start = q0 if nominal and ff.name == "elastic" else None
-        runs[name] = run_closed_loop(name, plant_model, model, ff, gains, y_ref, tool_ref, ver.rtol, q_start=start,
-                                     plant_label=label, q_guess=q0)
+        runs[name] = run_closed_loop(name, ff, setup, q_start=start, q_guess=q0)
     main = f"feedforward_{CASE_SUFFIX[controller]}"
     say(f"after the table: holding the final pose on the {label} plant")
-    settle, verdict, settle_sims = _after_the_table(problem, traj, runs, main, gains, plant_model, y_ref, tool_ref,
-                                                    label)
+    settle, verdict, settle_sims = _after_the_table(problem, traj, runs, main, setup)
     timings["simulation"] = time.perf_counter() - tic
     return SimulationResult(problem, label, changes, plan_source, gains, runs, main, traj, model, plant_model, timings,
                             settle, verdict, settle_sims)
 
 
-def _after_the_table(problem, traj, runs, main, gains, plant, y_ref, tool_ref, plant_label="nominal"):
+def _after_the_table(problem, traj, runs, main, setup):
     """Every run goes on for the settle window with the controller holding the final pose of the planning
     model (its static torque; the loop about its static state), as ``ffopt plan``'s verification; the
-    verdict on the main case. Returns (settle info, Verdict, settle simulations)."""
+    verdict on the main case. ``setup``: the runs' ``ClosedLoopSetup``. Returns (settle info, Verdict, settle
+    simulations)."""
     from ffopt.models.equilibrium import static_equilibrium
     from ffopt.sim.plant import StateFeedback, pd_gains
     from ffopt.sim.settle import SettleWindow, hold_pose, judge, plan_end_state, settle_duration, settle_grid
@@ -274,6 +275,7 @@ def _after_the_table(problem, traj, runs, main, gains, plant, y_ref, tool_ref, p
     from ffopt.sim.verify import tolerances
 
     model, ver = problem.model, problem.verification
+    gains, plant, y_ref, tool_ref = setup.gains, setup.plant, setup.y_ref, setup.tool_ref
     L = model.layout
     q_end = static_equilibrium(model, y_ref[-1], traj.q[-1, :L.n_link], where=f"the end of the path (t = {traj.t[-1]:.4g} s)")
     hold = hold_pose(model, q_end)
@@ -297,7 +299,7 @@ def _after_the_table(problem, traj, runs, main, gains, plant, y_ref, tool_ref, p
     verdict = judge(main, errors, runs[main].error.settle, traj.t, tolerance, end)
     if plant is not model:  # what the plan cannot know about
         for miss in verdict.misses:
-            miss["cause"] = f"the plant differs from the planning model ({plant_label}); or {miss['cause']}"
+            miss["cause"] = f"the plant differs from the planning model ({setup.plant_label}); or {miss['cause']}"
     return {"window_s": window, **info, "hold_input": hold.u.tolist()}, verdict, sims
 
 

@@ -59,7 +59,7 @@ def run(name: str) -> dict:
     from ffopt.sim.verify import verify
 
     tic = time.perf_counter()
-    rep = verify(problem.model, problem.reference, res.trajectory, problem.verification, cases="default")
+    rep = verify(problem.model, problem.reference, res.trajectory, replace(problem.verification, cases="default"))
     pd = rep.cases["feedforward_pd"]
     return {"name": name, "text": text, "plan_s": plan_s, "verify_s": time.perf_counter() - tic,
             "status": rep.status, "tolerance_mm": rep.verdict.tolerance_mm, "pd_max_mm": pd.max_mm,

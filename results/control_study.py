@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 import ffopt
-from ffopt.control import design, no_feedforward, run_closed_loop
+from ffopt.control import ClosedLoopSetup, design, no_feedforward, run_closed_loop
 from ffopt.control import mismatch as mm
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -76,8 +76,8 @@ def pd_only(problem, plan, plant, label):
     ff = no_feedforward(m, problem.reference, t, guess)
     v = problem.verification
     gains = design("pd", m, plan.trajectory.q[0], v.pd_bandwidth_hz, v.pd_damping_ratio)
-    return run_closed_loop("pd_only", plant or m, m, ff, gains, y_ref, tool_ref, v.rtol, plant_label=label,
-                           q_guess=plan.trajectory.q[0]).error
+    setup = ClosedLoopSetup(plant or m, m, gains, y_ref, tool_ref, v.rtol, label)
+    return run_closed_loop("pd_only", ff, setup, q_guess=plan.trajectory.q[0]).error
 
 
 def nominal_rows(problem, plans) -> dict:

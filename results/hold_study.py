@@ -52,7 +52,7 @@ def evaluate(problem, method, step, hold, solver_step=None):
            "wall": wall, "peak": np.abs(tr.torques).max(axis=0)}
     if hold != "points":  # the PD case with references linear between the samples
         plain = replace(tr, stats={k: v for k, v in tr.stats.items() if k != "hold"})
-        rep = verify(p.model, p.reference, plain, p.verification, cases="default", hold=hold)
+        rep = verify(p.model, p.reference, plain, replace(p.verification, cases="default"), hold=hold)
         row["pd_lin"] = rep.cases["feedforward_pd"].max_mm
     du = np.abs(np.diff(tr.u, axis=0)).max(axis=0)  # largest change between rows (roughness of the table)
     row["du"] = du

@@ -45,7 +45,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
 import ffopt  # noqa: E402
-from ffopt.control import design, from_trajectory, rigid_model, run_closed_loop  # noqa: E402
+from ffopt.control import ClosedLoopSetup, design, from_trajectory, rigid_model, run_closed_loop  # noqa: E402
 from ffopt.models.equilibrium import static_equilibrium  # noqa: E402
 from ffopt.sim.plant import pd_gains  # noqa: E402
 from ffopt.sim.settle import Hold, SettleWindow, default_tolerances, hold_pose, settle_duration, settle_grid  # noqa: E402
@@ -142,8 +142,8 @@ def run(arm: Arm, method: str, ff, ref, plant, nominal: bool) -> dict:
     y_ref = np.asarray(ref.evaluate(t))
     tool_ref = None if ref.tool_path is None else np.asarray(ref.tool_path.evaluate(t))
     start = arm.q0 if nominal and method in PLANS else None  # as ffopt's verification / simulate
-    r = run_closed_loop(method, plant, m, ff, arm.gains, y_ref, tool_ref, ref_rtol(arm), q_start=start,
-                        q_guess=arm.q0)
+    r = run_closed_loop(method, ff, ClosedLoopSetup(plant, m, arm.gains, y_ref, tool_ref, ref_rtol(arm)),
+                        q_start=start, q_guess=arm.q0)
     t_settle = settle_grid(t[-1], arm.window, arm.step)
     n = len(t_settle)
     # after the table: an ffopt plan is held at the static pose of the path's end (as ffopt's verification);

@@ -28,7 +28,7 @@ from ffopt.io.problem import problem_from_dict
 from ffopt.reference.prefilter import Butterworth
 from ffopt.models.equilibrium import static_equilibrium
 from ffopt.dae.inverse import BdfSettings, solve_inverse_bdf
-from ffopt.sim.plant import MotorPD, pd_gains, simulate
+from ffopt.sim.plant import MotorPD, SimulationOptions, pd_gains, simulate
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCHMARK = ROOT / "problems" / "manutec_r3_benchmark.toml"
@@ -179,7 +179,8 @@ def plant_error(problem, traj) -> float:
     y = np.asarray(ref.evaluate(traj.t))
     q0 = static_equilibrium(model, y[0], problem.reference_spec.joint_guess)
     kp, kd = pd_gains(model, q0, problem.verification.pd_bandwidth_hz, problem.verification.pd_damping_ratio)
-    sim = simulate(model, traj.t, traj.u, q0, None, pd=MotorPD(kp, kd, traj.qm, traj.dqm), rtol=1e-9, atol=1e-11)
+    sim = simulate(model, traj.t, traj.u, q0, None, pd=MotorPD(kp, kd, traj.qm, traj.dqm),
+                   options=SimulationOptions(rtol=1e-9, atol=1e-11))
     tool_ref = np.asarray(ref.tool_path.evaluate(traj.t))
     return float(1000 * np.linalg.norm(sim.tool - tool_ref, axis=1).max())
 

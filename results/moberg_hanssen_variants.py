@@ -38,7 +38,8 @@ ENGINES = ["compiled", "python", "scipy"]
 
 def time_variant(p, v, k, h, engine, repeats):
     """(last trajectory, median solve seconds) or raises SolverError."""
-    runs = [sv.solve_inverse_variant(p.model, p.reference, v, k, h, p.reference_spec.joint_guess, engine=engine)
+    runs = [sv.solve_inverse_variant(p.model, p.reference, v, BdfSettings(k, h), p.reference_spec.joint_guess,
+                                     engine=engine)
             for _ in range(repeats)]
     return runs[-1], statistics.median(r.stats["time_solve_s"] for r in runs)
 

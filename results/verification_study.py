@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import datetime
 import platform
+from dataclasses import replace
 from pathlib import Path
 
 from ffopt.dae.inverse import BdfSettings, solve_inverse_bdf
 from ffopt.io.problem import load_problem
-from ffopt.sim.plant import simulate
+from ffopt.sim.plant import SimulationOptions, simulate
 from ffopt.sim.verify import tool_errors, verify
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -31,7 +32,7 @@ def verification_rows():
         for form in ("I3", "I2", "I1"):
             tr = solve_inverse_bdf(p.model, p.reference, BdfSettings(order=p.solver.order, step=p.solver.step, form=form),
                                    qa_guess=g)
-            rep = verify(p.model, p.reference, tr, p.verification, g, cases="full")
+            rep = verify(p.model, p.reference, tr, replace(p.verification, cases="full"), g)
             rows.append((name, f"BDF-{p.solver.order} h={p.solver.step * 1e3:g} ms {form}",
                          [rep.cases[c].max_mm if c in rep.cases else float("nan") for c in CASES]))
     return rows
@@ -44,7 +45,7 @@ def interpolation_rows():
         tr = solve_inverse_bdf(p.model, p.reference, BdfSettings(order=6, step=h, form="I1"),
                                qa_guess=p.reference_spec.joint_guess)
         lin = simulate(p.model, tr.t, tr.u, tr.q[0], tr.v[0])
-        cub = simulate(p.model, tr.t, tr.u, tr.q[0], tr.v[0], interpolation="cubic")
+        cub = simulate(p.model, tr.t, tr.u, tr.q[0], tr.v[0], options=SimulationOptions(interpolation="cubic"))
         y_ref = p.reference.evaluate(lin.t)  # the tool's distance from the path, as ffopt verifies (E1: one output)
         rows.append((h, *(float(tool_errors(sim, y_ref, None, p.model.output_units)[0].max()) for sim in (lin, cub))))
     return rows

@@ -12,7 +12,7 @@ import pytest
 
 import ffopt
 from ffopt.models.equilibrium import static_equilibrium
-from ffopt.sim.plant import MotorPD, pd_gains, simulate
+from ffopt.sim.plant import MotorPD, SimulationOptions, pd_gains, simulate
 
 PROBLEM = Path(__file__).resolve().parents[1] / "problems" / "arm3d_bearing.toml"
 
@@ -29,7 +29,7 @@ def bearing_arm():
 
     def tool_error_mm(traj, pd: bool) -> float:
         loop = MotorPD(kp, kd, traj.qm, traj.dqm) if pd else None
-        sim = simulate(model, traj.t, traj.u, q0, None, pd=loop, rtol=1e-9, atol=1e-11)
+        sim = simulate(model, traj.t, traj.u, q0, None, pd=loop, options=SimulationOptions(rtol=1e-9, atol=1e-11))
         return float(1000 * np.linalg.norm(sim.y - y_ref, axis=1).max())
 
     return problem, plan, tool_error_mm

@@ -14,7 +14,7 @@ from helpers import c_compiler_or_skip
 from ffopt.dae.inverse import solve_inverse_bdf
 from ffopt.io.problem import load_problem
 from ffopt.sim import plant as plant_module
-from ffopt.sim.plant import COMPILE_MIN_ROWS, MotorPD, pd_gains, simulate
+from ffopt.sim.plant import COMPILE_MIN_ROWS, MotorPD, SimulationOptions, pd_gains, simulate
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -33,7 +33,7 @@ def e12_case(tmp_path, monkeypatch):
 
 
 def _run(model, traj, pd, compile):
-    return simulate(model, traj.t, traj.u, traj.q[0], pd=pd, compile=compile)
+    return simulate(model, traj.t, traj.u, traj.q[0], pd=pd, options=SimulationOptions(compile=compile))
 
 
 def test_compiled_plant_gives_the_virtual_machines_numbers(e12_case, tmp_path):
@@ -96,7 +96,8 @@ def test_simulations_side_by_side_give_each_ones_numbers(e12_case):
     its error, the others unharmed."""
     model, traj, pd = e12_case
     args = dict(model=model, t=traj.t, u=traj.u, q0=traj.q[0])
-    requests = {"open_loop": args, "pd": dict(args, pd=pd), "pd_cubic": dict(args, pd=pd, interpolation="cubic"),
+    cubic = SimulationOptions(interpolation="cubic")
+    requests = {"open_loop": args, "pd": dict(args, pd=pd), "pd_cubic": dict(args, pd=pd, options=cubic),
                 "bad": dict(args, q0=traj.q[0][:2])}
     together = plant_module.simulate_all(requests, workers=3)
     assert isinstance(together["bad"], plant_module.VerificationError) and "q0 and v0 need" in str(together["bad"])
@@ -111,7 +112,8 @@ def test_simulations_side_by_side_are_not_silent(e12_case, monkeypatch):
     model, traj, pd = e12_case
     monkeypatch.setattr(plant_module, "HEARTBEAT_S", 0.01)
     lines = []
-    args = dict(model=model, t=traj.t, u=traj.u, q0=traj.q[0], pd=pd, compile=False)  # the VM: ~0.1 s each
+    args = dict(model=model, t=traj.t, u=traj.u, q0=traj.q[0], pd=pd,
+                options=SimulationOptions(compile=False))  # the VM: ~0.1 s each
     plant_module.simulate_all({"a": args, "b": args, "c": args}, workers=2, progress=lines.append)
     assert lines and all(line.startswith("simulating: ") and line.endswith(" s") for line in lines)
     assert {line.split(" of ")[1].split()[0] for line in lines} == {"3"}
@@ -127,7 +129,8 @@ def test_adams_where_the_table_keeps_steps_short_and_not_less_accurate_than_bdf(
     t = traj.t
 
     def run(method, rtol, loop=pd, m=model, u=traj.u, interpolation="linear"):
-        r = plant_module._prepare(m, t, u, traj.q[0], None, loop, rtol, rtol * 1e-2, interpolation)
+        r = plant_module._prepare(m, t, u, traj.q[0], None, loop, None,
+                                  SimulationOptions(rtol, rtol * 1e-2, interpolation))
         chosen = r.method
         r.method, r.F = method, plant_module.plant_integrator(m, t, rtol, rtol * 1e-2, "pd", True, method=method)
         return chosen, plant_module._finish(r, *plant_module._integrate(r))

@@ -41,7 +41,7 @@ def errors(law, damping, order, steps, form="I1"):
     out = []
     for h in steps:
         if form == "DD":
-            tr = solve_inverse_variant(model, ref, "DD", order, h, guess, engine="vm")
+            tr = solve_inverse_variant(model, ref, "DD", BdfSettings(order, h), guess, engine="vm")
         else:
             tr = solve_inverse_bdf(model, ref, BdfSettings(order=order, step=h, form=form),
                                    qa_guess=guess, compile=False)

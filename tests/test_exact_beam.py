@@ -116,13 +116,14 @@ def test_second_order_kinematics_add_the_centrifugal_stiffness_of_a_spinning_bea
 def test_second_order_free_motion_conserves_energy():
     """A free, undamped second-order link (hub free, large initial bending) keeps its energy: the Lagrange
     equations, the foreshortening in the kinetic energy and the fourth-order bending energy are consistent."""
-    from ffopt.sim.plant import simulate
+    from ffopt.sim.plant import SimulationOptions, simulate
 
     model = one_link(tip_mass=0.5, kinematics="second_order", modes=3)
     q0 = np.array([0.0, 0.25, -0.02, 0.01])  # 12 % of the length at the tip
     v0 = np.array([2.0, 0.0, 0.0, 0.0])
     t = np.linspace(0.0, 0.5, 11)
-    sim = simulate(model, t, np.zeros((len(t), 1)), q0, v0, rtol=1e-13, atol=1e-15, compile=False)
+    sim = simulate(model, t, np.zeros((len(t), 1)), q0, v0,
+                   options=SimulationOptions(rtol=1e-13, atol=1e-15, compile=False))
     T, V = (np.array(x).ravel() for x in model.energy.map(len(t))(sim.q.T, sim.v.T))
     assert np.ptp(T) > 0.1 * T.max()
     # the integration's own error: 8e-6, 1.6e-7, 3.5e-9 of T at rtol 1e-9, 1e-11, 1e-13 over 1 s (linear

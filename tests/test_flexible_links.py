@@ -253,7 +253,7 @@ def test_deflection_under_gravity_scales_like_one_over_EI():
 
 
 def test_free_undamped_motion_conserves_energy():
-    from ffopt.sim.plant import simulate
+    from ffopt.sim.plant import SimulationOptions, simulate
 
     chain, links = mixed_chain()
     model = FlexibleLinkModel(chain, links, ("x", "z"))
@@ -265,7 +265,7 @@ def test_free_undamped_motion_conserves_energy():
     v0 = np.zeros(L.nq)
     v0[:3] = [0.5, -1.0, 1.5]
     t = np.linspace(0.0, 1.0, 11)
-    sim = simulate(model, t, np.zeros((len(t), L.n_u)), q0, v0, rtol=1e-10, atol=1e-12)
+    sim = simulate(model, t, np.zeros((len(t), L.n_u)), q0, v0, options=SimulationOptions(rtol=1e-10, atol=1e-12))
     T, V = (np.array(x).ravel() for x in model.energy.map(len(t))(sim.q.T, sim.v.T))
     E = T + V
     assert np.ptp(T) > 0.1 * T.max()  # energy is exchanged, not trivially constant
@@ -273,7 +273,7 @@ def test_free_undamped_motion_conserves_energy():
 
 
 def test_damped_motion_dissipates():
-    from ffopt.sim.plant import simulate
+    from ffopt.sim.plant import SimulationOptions, simulate
 
     chain, links = mixed_chain(damping=5.0, gravity=(0.0, 0.0, 0.0))
     model = FlexibleLinkModel(chain, links, ("x", "z"))
@@ -281,7 +281,7 @@ def test_damped_motion_dissipates():
     q0 = np.zeros(L.nq)
     q0[model.n_joints:L.n_link] = [0.02, -0.002, 0.01]
     t = np.linspace(0.0, 1.0, 21)
-    sim = simulate(model, t, np.zeros((len(t), L.n_u)), q0, rtol=1e-9)
+    sim = simulate(model, t, np.zeros((len(t), L.n_u)), q0, options=SimulationOptions(rtol=1e-9))
     E = sum(np.array(x).ravel() for x in model.energy.map(len(t))(sim.q.T, sim.v.T))
     assert np.all(np.diff(E) < 0) and E[-1] < 0.8 * E[0]
 

@@ -22,7 +22,7 @@ from ffopt.nlp.settings import NlpSettings
 from ffopt.nlp.solve import held_settings, solve_backend, warm_start_trajectory
 from ffopt.nlp.transcription import Transcription
 from ffopt.plan import plan
-from ffopt.sim.plant import simulate
+from ffopt.sim.plant import SimulationOptions, simulate
 from ffopt.trajectory import resample_to_hold, sample_nodes
 from tests.test_sim import one_joint_model
 
@@ -56,13 +56,13 @@ def test_zoh_applies_each_row_until_the_next_on_a_rigid_joint():
     J = 2.0
     t = np.array([0.0, 0.3, 0.5, 1.0, 1.2])
     u = np.array([3.0, -5.0, 1.0, 4.0, 100.0])  # the last row is never applied
-    sim = simulate(one_joint_model(J), t, u[:, None], q0=[0.0], interpolation="zoh")
+    sim = simulate(one_joint_model(J), t, u[:, None], q0=[0.0], options=SimulationOptions(interpolation="zoh"))
     dt = np.diff(t)
     v = np.concatenate([[0.0], np.cumsum(u[:-1] * dt / J)])
     q = np.concatenate([[0.0], np.cumsum(v[:-1] * dt + 0.5 * u[:-1] * dt**2 / J)])
     np.testing.assert_allclose(sim.v[:, 0], v, rtol=1e-7, atol=1e-10)
     np.testing.assert_allclose(sim.q[:, 0], q, rtol=1e-7, atol=1e-10)
-    lin = simulate(one_joint_model(J), t, u[:, None], q0=[0.0], interpolation="linear")
+    lin = simulate(one_joint_model(J), t, u[:, None], q0=[0.0], options=SimulationOptions(interpolation="linear"))
     assert abs(lin.q[-1, 0] - q[-1]) > 1e-2  # the hold matters: linear interpolation gives another motion
 
 

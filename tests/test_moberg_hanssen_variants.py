@@ -35,7 +35,8 @@ def test_variants_give_the_same_torque(e1, variant, engine):
     # u 1.9e-7 (DD) .. 2.2e-5 (HI) of the peak, q 1.5e-8 .. 4.1e-8 rad; bounds ~2x the largest (at the paper's
     # 5 ms they differ by 0.2-1.5 %, the BDF error).
     p, ref = e1
-    tr = solve_inverse_variant(p.model, p.reference, variant, 6, 1e-3, p.reference_spec.joint_guess, engine=engine)
+    tr = solve_inverse_variant(p.model, p.reference, variant, BdfSettings(6, 1e-3), p.reference_spec.joint_guess,
+                               engine=engine)
     assert tr.method == f"{variant}-bdf6"
     u_ref = ref.u[::8, 0]
     assert np.abs(tr.u[:, 0] - u_ref).max() / np.abs(u_ref).max() < 5e-5
@@ -49,8 +50,8 @@ def test_variants_agree_at_the_paper_settings(e1, variant):
     # converged reference, q 1.4e-4 .. 3.1e-4 rad from DD
     p, ref = e1
     g = p.reference_spec.joint_guess
-    dd = solve_inverse_variant(p.model, p.reference, "DD", 6, 5e-3, g)
-    tr = solve_inverse_variant(p.model, p.reference, variant, 6, 5e-3, g)
+    dd = solve_inverse_variant(p.model, p.reference, "DD", BdfSettings(6, 5e-3), g)
+    tr = solve_inverse_variant(p.model, p.reference, variant, BdfSettings(6, 5e-3), g)
     assert np.abs(tr.u - dd.u).max() / np.abs(dd.u).max() < 2e-2
     assert np.abs(tr.q - dd.q).max() < 7e-4
     assert np.abs(tr.u - ref.u[::40]).max() / np.abs(ref.u).max() < 2e-2
@@ -63,7 +64,8 @@ def test_eq48_gives_no_solution(e1, order, step, engine):
     # the step equations are singular at rest and fail at the latest when the motion starts (t = 0.02 s).
     p, _ = e1
     with pytest.raises(SolverError, match=r"did not converge|singular"):
-        solve_inverse_variant(p.model, p.reference, "DD48", order, step, p.reference_spec.joint_guess, engine=engine)
+        solve_inverse_variant(p.model, p.reference, "DD48", BdfSettings(order, step), p.reference_spec.joint_guess,
+                              engine=engine)
 
 
 @pytest.mark.parametrize("problem", ["e1_simplified", "e1_complete"])
@@ -73,7 +75,7 @@ def test_hi_is_the_i3_form(problem):
     p = load_problem(ROOT / "problems" / f"{problem}.toml")
     g = p.reference_spec.joint_guess
     i3 = solve_inverse_bdf(p.model, p.reference, BdfSettings(order=6, step=5e-3, form="I3"), qa_guess=g)
-    hi = solve_inverse_variant(p.model, p.reference, "HI", 6, 5e-3, g)
+    hi = solve_inverse_variant(p.model, p.reference, "HI", BdfSettings(6, 5e-3), g)
     assert hi.stats["scaling_power"] == 1.0 and i3.stats["scaling_power"] == 2.0
     # regression values measured on 2026-11-27: u 6.3e-9 / 1.6e-8 of the peak, q 6.8e-13 rad (Newton tolerance)
     assert np.abs(hi.u - i3.u).max() / np.abs(i3.u).max() < 4e-8
@@ -86,8 +88,8 @@ def test_lsqnonlin_like_engine_finds_the_same_steps(e1, variant):
     # solves the same step equations as the exact-Jacobian Newton: same trajectory to the tolerances
     p, _ = e1
     g = p.reference_spec.joint_guess
-    a = solve_inverse_variant(p.model, p.reference, variant, 6, 5e-3, g, engine="compiled")
-    b = solve_inverse_variant(p.model, p.reference, variant, 6, 5e-3, g, engine="scipy")
+    a = solve_inverse_variant(p.model, p.reference, variant, BdfSettings(6, 5e-3), g, engine="compiled")
+    b = solve_inverse_variant(p.model, p.reference, variant, BdfSettings(6, 5e-3), g, engine="scipy")
     # regression values measured on 2026-11-27: u 1.2e-12 (DD44) / 1.6e-13 (DC) of the peak, q 1e-14 rad (roundoff)
     assert np.abs(b.u - a.u).max() / np.abs(a.u).max() < 3e-12
     assert np.abs(b.q - a.q).max() < 1e-13
@@ -99,8 +101,8 @@ def test_km_with_the_lsqnonlin_like_engine(e1):
     # ~4 s: 12 unknowns per step with finite-difference Jacobians
     p, _ = e1
     g = p.reference_spec.joint_guess
-    a = solve_inverse_variant(p.model, p.reference, "KM", 6, 5e-3, g, engine="python")
-    b = solve_inverse_variant(p.model, p.reference, "KM", 6, 5e-3, g, engine="scipy")
+    a = solve_inverse_variant(p.model, p.reference, "KM", BdfSettings(6, 5e-3), g, engine="python")
+    b = solve_inverse_variant(p.model, p.reference, "KM", BdfSettings(6, 5e-3), g, engine="scipy")
     # same roots to the least-squares tolerances (LSQ_TOL, finite-difference Jacobians)
     # measured on 2026-11-23 (results/moberg_hanssen_variants.md): u 1.4e-7, q 6.7e-9 rad
     assert np.abs(b.u - a.u).max() / np.abs(a.u).max() < 1e-5
@@ -133,9 +135,9 @@ def test_fz_of_the_hand_made_systems(e1):
 def test_hand_made_variants_need_e1(e1):
     p = load_problem(ROOT / "problems" / "e12_line.toml")
     with pytest.raises(ProblemError, match="E1-type"):
-        solve_inverse_variant(p.model, p.reference, "DD44", 6, 1e-3)
+        solve_inverse_variant(p.model, p.reference, "DD44", BdfSettings(6, 1e-3))
     with pytest.raises(ProblemError, match="must be one of"):
-        solve_inverse_variant(p.model, p.reference, "XY", 6, 1e-3)
+        solve_inverse_variant(p.model, p.reference, "XY", BdfSettings(6, 1e-3))
 
 
 @pytest.mark.slow
@@ -144,9 +146,9 @@ def test_e1_complete_variants_agree():
     # test_variants_give_the_same_torque (a slow test, not re-measured on 2026-11-27)
     p = load_problem(ROOT / "problems" / "e1_complete.toml")
     g = p.reference_spec.joint_guess
-    dd = solve_inverse_variant(p.model, p.reference, "DD", 6, 1e-3, g)
+    dd = solve_inverse_variant(p.model, p.reference, "DD", BdfSettings(6, 1e-3), g)
     for v in ("HI", "DD44", "DD49", "DC", "KM"):
-        tr = solve_inverse_variant(p.model, p.reference, v, 6, 1e-3, g)
+        tr = solve_inverse_variant(p.model, p.reference, v, BdfSettings(6, 1e-3), g)
         assert np.abs(tr.u - dd.u).max() / np.abs(dd.u).max() < 1e-4, v
 
 
@@ -156,14 +158,15 @@ def test_e12_dc_equals_dd_and_km_needs_least_squares_to_the_residual():
     # E12 model with strangeness index 2, no solution was found" by KM. Reproduced with the
     # fixed-iteration regularised Gauss-Newton march (it stalls where the motion starts); the same
     # KM system iterated to its residual with SVD least squares does have the solution.
-    from ffopt.replication import kunkel_mehrmann as km_module
+    from ffopt.analysis.strangeness import strangeness_index
     from ffopt.dae.forms import build_inverse_dae
+    from ffopt.replication import kunkel_mehrmann as km_module
 
     p = load_problem(ROOT / "problems" / "e12_line.toml")
     g = p.reference_spec.joint_guess
-    dd = solve_inverse_variant(p.model, p.reference, "DD", 6, 1e-3, g)
-    dc = solve_inverse_variant(p.model, p.reference, "DC", 6, 1e-3, g)
-    hi = solve_inverse_variant(p.model, p.reference, "HI", 6, 1e-3, g)
+    dd = solve_inverse_variant(p.model, p.reference, "DD", BdfSettings(6, 1e-3), g)
+    dc = solve_inverse_variant(p.model, p.reference, "DC", BdfSettings(6, 1e-3), g)
+    hi = solve_inverse_variant(p.model, p.reference, "HI", BdfSettings(6, 1e-3), g)
     peak = np.abs(dd.u).max()
     # bounds from the 2026-11-23 study (results/moberg_hanssen_variants.md; slow, not re-measured on 2026-11-27):
     # DC and DD solve the same equations; HI is the I3 form, 2.4e-2 at 1 ms in test_inverse
@@ -171,10 +174,12 @@ def test_e12_dc_equals_dd_and_km_needs_least_squares_to_the_residual():
     assert np.abs(hi.u - dd.u).max() / peak < 5e-2  # I3 order loss at the motion start
     dae = build_inverse_dae(p.model, p.reference, "I3")
     x0 = dae.initial_state(dd.q[0])  # rest in static equilibrium
-    t, _, res, _, _ = km_module.solve_km(dae.F, x0, 1e-3, len(dd.t) - 1, 6, 2, 4, "compiled")
+    index = strangeness_index(dae.F, dae.n_x, 0.0, [x0])
+    assert (index.mu, index.d) == (2, 4)
+    t, _, res, _, _ = km_module.solve_km(dae.F, x0, 1e-3, len(dd.t) - 1, 6, index, "compiled")
     first_bad = np.flatnonzero(~np.isfinite(res) | (res > km_module.RESIDUAL_TOL))[0]
     assert 0.02 <= t[first_bad] < 0.03  # the motion starts at 0.02 s
-    km = solve_inverse_variant(p.model, p.reference, "KM", 6, 1e-3, g)
+    km = solve_inverse_variant(p.model, p.reference, "KM", BdfSettings(6, 1e-3), g)
     assert km.stats["engine"] == "python" and "engine_fallback" in km.stats
     assert np.abs(km.u - dd.u).max() / peak < 1e-4  # measured 2.6e-6 against I1 on 2026-11-23
 
@@ -199,7 +204,7 @@ def test_km_on_e12_falls_back_to_the_python_engine_and_matches_dd():
     # torque from I1 (bound ~2x).
     p = load_problem(ROOT / "problems" / "e12_line.toml")
     g = p.reference_spec.joint_guess
-    km = solve_inverse_variant(p.model, p.reference, "KM", 6, 3e-3, g, engine="compiled")
+    km = solve_inverse_variant(p.model, p.reference, "KM", BdfSettings(6, 3e-3), g, engine="compiled")
     assert km.stats["engine"] == "python" and "residual" in km.stats["engine_fallback"]
     i1 = solve_inverse_bdf(p.model, p.reference, BdfSettings(order=6, step=3e-3, form="I1"), qa_guess=g)
     assert np.abs(km.u - i1.u).max() < 4e-4 * np.abs(i1.u).max()
@@ -215,8 +220,8 @@ def test_compiled_km_builds_into_an_empty_cache(e1, tmp_path, monkeypatch):
     g = p.reference_spec.joint_guess
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)  # no silent fall-back to the virtual machine
-        compiled = solve_inverse_variant(p.model, p.reference, "KM", 6, 5e-3, g, engine="compiled")
+        compiled = solve_inverse_variant(p.model, p.reference, "KM", BdfSettings(6, 5e-3), g, engine="compiled")
     assert compiled.stats["engine"] == "compiled" and len(list(tmp_path.glob("km_*.so"))) == 1
-    python = solve_inverse_variant(p.model, p.reference, "KM", 6, 5e-3, g, engine="python")
+    python = solve_inverse_variant(p.model, p.reference, "KM", BdfSettings(6, 5e-3), g, engine="python")
     # regression value measured on 2026-11-27: 1.7e-10 (the march's Gauss-Newton vs SVD least squares); bound ~2x
     assert np.abs(compiled.u - python.u).max() / np.abs(python.u).max() < 4e-10

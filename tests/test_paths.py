@@ -12,7 +12,7 @@ from scipy.spatial.transform import Rotation
 from ffopt.errors import ProblemError
 from ffopt.io.problem import load_problem, problem_from_dict
 from ffopt.models.rigid_body import tool_rotation
-from ffopt.reference import TIME_LAWS, arc, circle_through, joint_ptp, polyline, time_law_peak
+from ffopt.reference import TIME_LAWS, ArcGeometry, JointMove, arc, circle_through, joint_ptp, polyline, time_law_peak
 
 ROOT = Path(__file__).resolve().parents[1]
 PROBLEMS = ROOT / "problems"
@@ -89,7 +89,7 @@ def test_polyline_blend_rounds_the_corner_without_stopping():
 def test_joint_ptp_per_joint_durations_are_c5_at_every_joint_stop():
     q = ca.SX.sym("q", 3)
     fk = ca.Function("fk", [q], [ca.vertcat(ca.cos(q[0]) * (1 + ca.cos(q[1])), ca.sin(q[0]) + q[2], q[1] * q[2])])
-    ref = joint_ptp([0.0, 0.5, 0.2], [1.0, -0.3, 0.2], [0.7, 0.4, 1.0], fk, rest_before=0.1, rest_after=0.2)
+    ref = joint_ptp(JointMove([0.0, 0.5, 0.2], [1.0, -0.3, 0.2]), [0.7, 0.4, 1.0], fk, rest_before=0.1, rest_after=0.2)
     # joint 3 does not move: the motion lasts as long as the slowest moving joint (0.7 s)
     assert ref.t_motion_end == pytest.approx(0.8)
     assert ref.breakpoints == pytest.approx((0.1, 0.5, 0.8))
@@ -102,7 +102,8 @@ def test_joint_ptp_per_joint_durations_are_c5_at_every_joint_stop():
 
 def test_arc_is_c5_on_its_circle_in_its_plane():
     n = np.array([0.3, 0.0, 1.0])
-    ref = arc([0.6, 0.0, 0.3], [0.6, -0.25, 0.3], math.radians(270), 1.2, n, rest_before=0.05, rest_after=0.1)
+    ref = arc(ArcGeometry([0.6, 0.0, 0.3], [0.6, -0.25, 0.3], math.radians(270), n), 1.2, rest_before=0.05,
+              rest_after=0.1)
     assert_c5_not_c6(ref)
     ts = np.linspace(0.0, ref.t_end, 501)
     p = ref.evaluate(ts) - [0.6, 0.0, 0.3]
@@ -123,7 +124,7 @@ def test_three_point_arc_passes_through_its_points():
     np.testing.assert_allclose(centre, [0.0, 0.0, 0.2], atol=1e-15)
     np.testing.assert_allclose(normal, [0.0, 0.0, 1.0], atol=1e-15)
     assert angle == pytest.approx(math.pi)
-    ref = arc(centre, A, angle, 1.0, normal)
+    ref = arc(ArcGeometry(centre, A, angle, normal), 1.0)
     ts = np.linspace(0, 1, 2001)
     assert np.linalg.norm(ref.evaluate(ts) - B, axis=1).min() < 1e-12  # passes through the via point (6e-17)
     np.testing.assert_allclose(ref.evaluate(1.0)[0], C, atol=1e-14)

@@ -9,20 +9,6 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "ffopt"
 
-# Still to be fixed in the modules another refactoring (the plan/ package, settings, CLI and io imports) is
-# rewriting in parallel: ffopt/plan.py, ffopt/cli, ffopt/io, ffopt/sweep. (importing file, module, name)
-ALLOWED = {
-    ("io/problem.py", "ffopt.io.joints", name)
-    for name in ("_INERTIA_FIELDS", "_arm_side", "_bearing", "_check_joint_physics", "_inertia", "_rotation", "_unit")
-} | {
-    ("io/urdf.py", "ffopt.io.joints", name) for name in ("_arm_side", "_check_joint_physics", "_inertia")
-} | {
-    ("io/saved.py", "ffopt.io.results", "_read_marker"),
-    ("io/saved.py", "ffopt.io.results", "_sha256"),
-    ("sweep/store.py", "ffopt.io.results", "_read_marker"),
-}
-ALLOWED_FOLDERS = ("plan.py", "plan/", "cli/", "io/", "sweep/")
-
 
 def _module_name(path: Path) -> str:
     parts = ("ffopt", *path.relative_to(PACKAGE).with_suffix("").parts)
@@ -75,20 +61,9 @@ def private_uses(path: Path) -> list[tuple[str, str, int]]:
 
 
 def test_no_module_uses_a_private_name_of_another():
-    found = []
-    for path in sorted(PACKAGE.rglob("*.py")):
-        rel = path.relative_to(PACKAGE).as_posix()
-        for source, name, line in private_uses(path):
-            if (rel, source, name) not in ALLOWED:
-                found.append(f"ffopt/{rel}:{line}: {source}.{name}")
+    found = [f"ffopt/{path.relative_to(PACKAGE).as_posix()}:{line}: {source}.{name}"
+             for path in sorted(PACKAGE.rglob("*.py")) for source, name, line in private_uses(path)]
     assert not found, "private names used from another module:\n" + "\n".join(found)
-
-
-def test_the_allow_list_is_only_for_the_modules_being_rewritten_and_still_needed():
-    assert all(rel.startswith(ALLOWED_FOLDERS) for rel, _, _ in ALLOWED)
-    used = {(path.relative_to(PACKAGE).as_posix(), source, name)
-            for path in PACKAGE.rglob("*.py") for source, name, _ in private_uses(path)}
-    assert ALLOWED <= used, f"allowed but no longer used (remove them): {sorted(ALLOWED - used)}"
 
 
 def test_the_walk_finds_both_forms(tmp_path, monkeypatch):

@@ -10,6 +10,7 @@ import pytest  # noqa: E402
 from ffopt.errors import FfoptError, PathError, ProblemError  # noqa: E402
 from ffopt.reference import (  # noqa: E402
     TIME_LAWS,
+    JointMove,
     Reference,
     hermite9,
     joint_ptp,
@@ -176,7 +177,7 @@ def _planar_fk():
 def test_joint_ptp_planar_two_link():
     fk, jac = _planar_fk()
     q0, q1 = np.array([0.2, 0.9]), np.array([0.8, 0.4])
-    ref = joint_ptp(q0, q1, 1.5, fk, rest_before=0.3, rest_after=0.2, names=["x", "z"])
+    ref = joint_ptp(JointMove(q0, q1), 1.5, fk, rest_before=0.3, rest_after=0.2, names=["x", "z"])
     assert ref.n_out == 2 and ref.names == ["x", "z"] and ref.t_end == pytest.approx(2.0)
     np.testing.assert_allclose(ref.evaluate(0.0)[0], np.array(fk(q0)).ravel(), atol=1e-14)
     np.testing.assert_allclose(ref.evaluate(ref.t_motion_start)[0], np.array(fk(q0)).ravel(), atol=1e-14)
@@ -195,7 +196,7 @@ def test_joint_ptp_planar_two_link():
 def test_joint_ptp_accepts_mx_forward_kinematics():
     q = ca.MX.sym("q", 2)
     fk = ca.Function("fk", [q], [ca.vertcat(ca.cos(q[0]) + ca.cos(q[0] + q[1]), ca.sin(q[0]) + ca.sin(q[0] + q[1]))])
-    ref = joint_ptp([0.0, 0.5], [0.5, 0.0], 1.0, fk, time_law="hermite9")
+    ref = joint_ptp(JointMove([0.0, 0.5], [0.5, 0.0]), 1.0, fk, time_law="hermite9")
     assert ref.names == ["theta0", "theta1"]
     np.testing.assert_allclose(ref.evaluate(1.0)[0], np.array(fk([0.5, 0.0])).ravel(), atol=1e-12)
 
@@ -238,15 +239,15 @@ def test_unknown_time_law_lists_valid_ones():
 def test_joint_ptp_bad_input():
     fk, _ = _planar_fk()
     with pytest.raises(ProblemError, match="reference.q_start and reference.q_end"):
-        joint_ptp([0.0, 0.0], [1.0], 1.0, fk)
+        joint_ptp(JointMove([0.0, 0.0], [1.0]), 1.0, fk)
     with pytest.raises(ProblemError, match="reference.forward_kinematics must be a casadi.Function"):
-        joint_ptp([0.0, 0.0], [1.0, 1.0], 1.0, lambda q: q)
+        joint_ptp(JointMove([0.0, 0.0], [1.0, 1.0]), 1.0, lambda q: q)
     with pytest.raises(ProblemError, match="reference.forward_kinematics input must have 3 entries"):
-        joint_ptp([0.0, 0.0, 0.0], [1.0, 1.0, 1.0], 1.0, fk)
+        joint_ptp(JointMove([0.0, 0.0, 0.0], [1.0, 1.0, 1.0]), 1.0, fk)
     with pytest.raises(ProblemError, match="reference.duration"):
-        joint_ptp([0.0, 0.0], [1.0, 1.0], -2.0, fk)
+        joint_ptp(JointMove([0.0, 0.0], [1.0, 1.0]), -2.0, fk)
     with pytest.raises(ProblemError, match="reference.names"):
-        joint_ptp([0.0, 0.0], [1.0, 1.0], 1.0, fk, names=["x", "y", "z"])
+        joint_ptp(JointMove([0.0, 0.0], [1.0, 1.0]), 1.0, fk, names=["x", "y", "z"])
 
 
 def test_bad_derivative_order_and_no_joint_path():
@@ -264,4 +265,4 @@ def test_joint_ptp_non_finite_forward_kinematics_is_path_error():
     q = ca.SX.sym("q", 2)
     fk = ca.Function("fk", [q], [ca.vertcat(ca.sqrt(q[0] - 0.5), q[1])])  # undefined for q1 < 0.5
     with pytest.raises(PathError, match="reference.forward_kinematics gives non-finite"):
-        joint_ptp([0.0, 0.0], [1.0, 1.0], 1.0, fk)
+        joint_ptp(JointMove([0.0, 0.0], [1.0, 1.0]), 1.0, fk)

@@ -14,7 +14,7 @@ from ffopt.io.problem import load_problem, problem_from_dict
 from ffopt.models.chain import Body, Chain, Joint
 from ffopt.models.flexible import FlexibleModel
 from ffopt.sim.baselines import rigid_feedforward, rigid_inverse_kinematics
-from ffopt.sim.plant import MotorPD, pd_gains, simulate
+from ffopt.sim.plant import MotorPD, SimulationOptions, pd_gains, simulate
 from ffopt.sim.verify import verify
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,8 +49,8 @@ def test_plant_applies_a_cubic_spline_of_the_torque_samples_exactly():
     t = np.linspace(0.0, 1.0, 11)
     u = (c3 * t**3)[:, None]
     exact = c3 * t**5 / (20 * J)
-    cubic = simulate(one_joint_model(J), t, u, q0=[0.0], interpolation="cubic")
-    linear = simulate(one_joint_model(J), t, u, q0=[0.0], interpolation="linear")
+    cubic = simulate(one_joint_model(J), t, u, q0=[0.0], options=SimulationOptions(interpolation="cubic"))
+    linear = simulate(one_joint_model(J), t, u, q0=[0.0], options=SimulationOptions(interpolation="linear"))
     np.testing.assert_allclose(cubic.q[:, 0], exact, atol=1e-9)
     assert np.abs(linear.q[:, 0] - exact).max() > 1e-3
 
@@ -96,7 +96,7 @@ def e1_plan():
 
 def test_verification_of_e1_flexible_feedforward_beats_baselines(e1_plan):
     p, traj = e1_plan
-    report = verify(p.model, p.reference, traj, p.verification, p.reference_spec.joint_guess, cases="full")
+    report = verify(p.model, p.reference, traj, replace(p.verification, cases="full"), p.reference_spec.joint_guess)
     c = report.cases
     # Moberg & Hanssen invert E1 to the tool; the BDF-6 plan at h = 5 ms keeps the tool within 0.5 mm of a
     # 100 mm move, the rigid-model feedforward misses by centimetres (the elastic joint swings).
@@ -120,7 +120,7 @@ def test_payload_mismatch_changes_the_plant_and_costs_accuracy():
     p = load_problem(ROOT / "problems" / "e1_complete.toml")
     traj = solve_inverse_bdf(p.model, p.reference, BdfSettings(order=6, step=5e-3, form="I1"),
                              qa_guess=p.reference_spec.joint_guess)
-    c = verify(p.model, p.reference, traj, p.verification, p.reference_spec.joint_guess, cases="full").cases
+    c = verify(p.model, p.reference, traj, replace(p.verification, cases="full"), p.reference_spec.joint_guess).cases
     # regression values measured on 2026-11-27: 0.232 mm nominal with the PD (bound 2.2x), 101 / 50 mm on the
     # payload x0.5 / x2 plants, open loop 0.241 mm with linear u and 0.0056 mm with cubic u
     assert c["feedforward_pd"].max_mm < 0.5

@@ -185,9 +185,9 @@ class ElasticLink:
 
     def reference(self, model):
         """The tool path z(t) = l sin q(t) as ffopt's joint-space move (exact derivatives)."""
-        from ffopt.reference import joint_ptp
+        from ffopt.reference import JointMove, joint_ptp
 
-        return joint_ptp(self.q_start, self.q_end, self.duration, model.output, self.time_law,
+        return joint_ptp(JointMove(self.q_start, self.q_end), self.duration, model.output, self.time_law,
                          rest_before=self.rest_before, rest_after=self.rest_after, names=["z"])
 
     def errors(self, trajectory, window: float = 0.025) -> LinkErrors:

@@ -26,8 +26,8 @@ solves the inverse model on line every sample instead of feeding a precomputed p
 """
 
 from ffopt.control.gains import Gains, design
-from ffopt.control.laws import CONTROLLERS, ClosedLoopRun, feedback_loop, run_closed_loop
+from ffopt.control.laws import CONTROLLERS, ClosedLoopRun, ClosedLoopSetup, feedback_loop, run_closed_loop
 from ffopt.control.references import Feedforward, from_trajectory, no_feedforward, rigid_model, static_compensation
 
-__all__ = ["CONTROLLERS", "ClosedLoopRun", "Feedforward", "Gains", "design", "feedback_loop", "from_trajectory",
-           "no_feedforward", "rigid_model", "run_closed_loop", "static_compensation"]
+__all__ = ["CONTROLLERS", "ClosedLoopRun", "ClosedLoopSetup", "Feedforward", "Gains", "design", "feedback_loop",
+           "from_trajectory", "no_feedforward", "rigid_model", "run_closed_loop", "static_compensation"]

@@ -15,7 +15,7 @@ from ffopt.control.gains import CONTROLLERS, Gains
 from ffopt.control.references import Feedforward
 from ffopt.models.flexible import FlexibleModel
 
-__all__ = ["CONTROLLERS", "ClosedLoopRun", "feedback_loop", "run_closed_loop"]
+__all__ = ["CONTROLLERS", "ClosedLoopRun", "ClosedLoopSetup", "feedback_loop", "run_closed_loop"]
 
 
 @dataclass
@@ -34,6 +34,22 @@ class ClosedLoopRun:
                 **self.error.to_dict()}
 
 
+@dataclass(frozen=True)
+class ClosedLoopSetup:
+    """What the closed-loop runs of one comparison share: the simulated ``plant`` (named ``plant_label`` in the
+    reports), the planning ``model`` whose coordinates it shares and on which the ``gains`` were designed, the
+    references the tool error is measured against on the grid (y_ref (n, n_out); tool_ref (n, 3) or None) and
+    CVODES's relative tolerance."""
+
+    plant: FlexibleModel
+    model: FlexibleModel
+    gains: Gains
+    y_ref: np.ndarray
+    tool_ref: np.ndarray | None
+    rtol: float
+    plant_label: str = "nominal"
+
+
 def feedback_loop(gains: Gains, model: FlexibleModel, ff: Feedforward):
     """The simulator's loop object for ``gains`` around the references of ``ff`` (None: open loop)."""
     from ffopt.sim.plant import MotorPD, StateFeedback
@@ -46,24 +62,23 @@ def feedback_loop(gains: Gains, model: FlexibleModel, ff: Feedforward):
     return StateFeedback(np.asarray(gains.K, float), ff.x_ref)
 
 
-def run_closed_loop(name: str, plant: FlexibleModel, model: FlexibleModel, ff: Feedforward, gains: Gains,
-                    y_ref, tool_ref, rtol: float, q_start=None, plant_label: str = "nominal",
-                    q_guess=None) -> ClosedLoopRun:
-    """Simulate ``plant`` driven by ``ff`` and the loop of ``gains`` (designed on ``model``, the planning
-    model, whose coordinates the plant shares); tool error against y_ref (n, n_out) in mm.
+def run_closed_loop(name: str, ff: Feedforward, setup: ClosedLoopSetup, q_start=None, q_guess=None) -> ClosedLoopRun:
+    """Simulate ``setup.plant`` driven by ``ff`` and the loop of ``setup.gains``; tool error against the setup's
+    references in mm.
 
     q_start: the start configuration (at rest); None: where the loop holds the plant at rest under
     the first feedforward torque and reference (a plant that differs from the model sags there).
     """
     from ffopt.sim.cases import Case, Integration, case_error, rest_state, run_case
 
+    plant, model, gains, plant_label = setup.plant, setup.model, setup.gains, setup.plant_label
     if gains.controller not in CONTROLLERS:
         raise ValueError(f"unknown controller {gains.controller!r}")
     loop = feedback_loop(gains, model, ff)
     if q_start is None:
         guess = ff.x_ref[0, :model.layout.nq] if q_guess is None else q_guess
         q_start = rest_state(plant, ff.u[0], loop, guess)
-    sim = run_case(name, Case(plant, ff.u, loop, q_start, ff.hold), ff.t, Integration(rtol))
+    sim = run_case(name, Case(plant, ff.u, loop, q_start, ff.hold), ff.t, Integration(setup.rtol))
     text = f"{ff.description} + {gains.controller} on the {plant_label} plant"
     return ClosedLoopRun(name, ff.name, gains.controller, plant_label,
-                         case_error(name, sim, y_ref, tool_ref, plant.output_units, text), sim)
+                         case_error(name, sim, setup.y_ref, setup.tool_ref, plant.output_units, text), sim)

@@ -4,6 +4,7 @@ manipulators (DAE methods), sec. 6-7): x(t), then u(t)."""
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import casadi as ca
 import numpy as np
@@ -42,8 +43,8 @@ def solve_inverse_bdf(model: FlexibleModel, reference, settings: BdfSettings = B
                     row_scale=dae.row_scale(step, p), compile=compile, inputs=path, extra=recovery)
     nq, N = model.layout.nq, model.layout.n_u
     a, u, tau, tool = np.split(res.extra, [nq, nq + N, nq + 2 * N], axis=1)
-    traj = trajectory_from_states(model, reference, res.t, res.x, a, method=f"bdf{order}-{form}",
-                                  y_ref=path[:, : reference.n_out].copy(), u=u, tool=tool, torque=tau)
+    known = KnownColumns(y_ref=path[:, : reference.n_out].copy(), u=u, tool=tool, torque=tau)
+    traj = trajectory_from_states(model, reference, res.t, res.x, a, method=f"bdf{order}-{form}", known=known)
     traj.stats.update({
         "order": order, "step": step, "form": form, "scaling_power": p, "n_steps": n_steps,
         "dummy_set": [model.coordinate_names()[i] for i in dummy], "n_unknowns": dae.n_x,
@@ -68,12 +69,23 @@ def inverse_dae_with_path_data(model: FlexibleModel, form: str, dummy):
     return dae, recovery
 
 
-def trajectory_from_states(model: FlexibleModel, reference, t, x, a, method: str, y_ref=None, u=None,
-                           tool=None, torque=None) -> Trajectory:
-    """Assemble a Trajectory from states x = [q; v; ...; z] and accelerations a on a grid (``y_ref``,
-    ``u``, ``tool``, ``torque``: the reference, inputs, tool positions and gear-output torques on that
-    grid, if already known). With DC-motor electrics the drive currents z are the last entries of x
-    and ``u`` (the voltages) must be given."""
+@dataclass(frozen=True)
+class KnownColumns:
+    """What a solver already has on its grid, so that ``trajectory_from_states`` need not compute it: the
+    reference y_ref, the inputs u, the tool positions and the gear-output torques (None: computed)."""
+
+    y_ref: np.ndarray | None = None
+    u: np.ndarray | None = None
+    tool: np.ndarray | None = None
+    torque: np.ndarray | None = None
+
+
+def trajectory_from_states(model: FlexibleModel, reference, t, x, a, method: str,
+                           known: KnownColumns = KnownColumns()) -> Trajectory:
+    """Assemble a Trajectory from states x = [q; v; ...; z] and accelerations a on a grid (``known``: the
+    columns already known on that grid). With DC-motor electrics the drive currents z are the last entries
+    of x and the voltages ``known.u`` must be given."""
+    y_ref, u, tool, torque = known.y_ref, known.u, known.tool, known.torque
     L = model.layout
     nq = L.nq
     q, v = x[:, :nq], x[:, nq:2 * nq]

@@ -28,7 +28,7 @@ from ffopt.models.flexible import COULOMB_SMOOTHING
 
 JOINT_NAME = re.compile(r"[A-Za-z0-9_.\-]+")  # joint names name CSV columns (u_<name>, q_<name>, ...)
 
-_INERTIA_FIELDS = {
+INERTIA_FIELDS = {
     "mass": Field("float", required=True, check=non_negative, unit="kg", doc="mass of the rigid body"),
     "com": Field("vector", default=[0.0, 0.0, 0.0], length=3, unit="m",
                  doc="centre of mass in the body's frame"),
@@ -80,7 +80,7 @@ JOINT_SCHEMA = {
                          "Rx(roll); default: not turned"),
     "rotation": Field("matrix", doc="joint frame in the previous body's frame as a 3x3 rotation matrix (columns = "
                                     "the joint frame's axes), instead of rpy_deg"),
-    **_INERTIA_FIELDS,
+    **INERTIA_FIELDS,
     "mass": Field("float", check=non_negative, unit="kg",
                   doc="mass of the rigid body the joint moves (required in a chain written in the problem file; "
                       "with [model] urdf the bodies come from the URDF)"),
@@ -142,7 +142,8 @@ JOINT_SCHEMA = {
 }
 
 
-def _unit(v: Validator, vec, where: str) -> np.ndarray:
+def parse_unit_vector(v: Validator, vec, where: str) -> np.ndarray:
+    """An axis given as a non-zero 3-vector, normalised."""
     if vec is None:
         v.fail(where, "missing required key (a joint needs axis, or axes for a multi-axis passive bearing)")
     vec = np.array(vec, float)
@@ -152,7 +153,7 @@ def _unit(v: Validator, vec, where: str) -> np.ndarray:
     return vec / norm
 
 
-def _rotation(v: Validator, j: dict, where: str) -> np.ndarray:
+def parse_rotation(v: Validator, j: dict, where: str) -> np.ndarray:
     """Fixed rotation of the joint frame relative to the parent frame (identity by default)."""
     if j["rpy_deg"] is not None and j["rotation"] is not None:
         v.fail(f"{where}.rotation", "give either rpy_deg or rotation, not both")
@@ -170,7 +171,7 @@ def _rotation(v: Validator, j: dict, where: str) -> np.ndarray:
     return R
 
 
-def _arm_side(v: Validator, j: dict, where: str, coupling: str) -> dict:
+def parse_arm_side(v: Validator, j: dict, where: str, coupling: str) -> dict:
     """Drive-train data in arm-side units: given directly, or on the motor side with gear_ratio."""
     ratio = j["gear_ratio"]
     if ratio is not None and abs(ratio) < 1e-12:
@@ -196,7 +197,8 @@ def _arm_side(v: Validator, j: dict, where: str, coupling: str) -> dict:
         v.fail(f"{where}.gear_ratio", "rotor_coupling = \"full\" needs the gear ratio of every actuated joint "
                "(the rotor spins gear_ratio times as fast as the joint; 1 for a direct drive)")
     out["gear_ratio"] = 1.0 if ratio is None else float(ratio)
-    out["rotor_axis"] = None if j["rotor_axis"] is None else _unit(v, j["rotor_axis"], f"{where}.rotor_axis")
+    axis = j["rotor_axis"]
+    out["rotor_axis"] = None if axis is None else parse_unit_vector(v, axis, f"{where}.rotor_axis")
     return out
 
 
@@ -255,7 +257,7 @@ def _spring_friction_laws(v: Validator, j: dict, where: str, out: dict) -> dict:
             "stribeck_friction": out["stribeck_friction"] or 0.0, "stribeck_velocity": out["stribeck_velocity"] or 0.0}
 
 
-def _bearing(v: Validator, j: dict, where: str, rotation: np.ndarray, body: Body, first_index: int):
+def parse_bearing(v: Validator, j: dict, where: str, rotation: np.ndarray, body: Body, first_index: int):
     """A passive joint with 2-3 axes: successive revolute joints at one point (massless between them,
     the body on the last), named name_1..name_k, with a coupled spring tau = -K q - D q'."""
     if j["kind"] != "passive":
@@ -266,7 +268,7 @@ def _bearing(v: Validator, j: dict, where: str, rotation: np.ndarray, body: Body
     k = axes.shape[0]
     if axes.shape[1] != 3 or not 2 <= k <= 3:
         v.fail(f"{where}.axes", f"expected 2 or 3 axes of 3 numbers each, got {k} of {axes.shape[1]}")
-    axes = np.array([_unit(v, a, f"{where}.axes[{r + 1}]") for r, a in enumerate(axes)])
+    axes = np.array([parse_unit_vector(v, a, f"{where}.axes[{r + 1}]") for r, a in enumerate(axes)])
     if np.linalg.svd(axes, compute_uv=False).min() < 1e-6:
         v.fail(f"{where}.axes", "the axes must be linearly independent")
     for key in ("stiffness", "damping", "stiffness_cubic"):
@@ -303,7 +305,8 @@ def _spd(v: Validator, mat, k: int, where: str, definite: bool) -> np.ndarray:
     return mat
 
 
-def _inertia(v: Validator, j: dict, where: str) -> np.ndarray:
+def parse_inertia(v: Validator, j: dict, where: str) -> np.ndarray:
+    """A body's 3x3 inertia tensor about its centre of mass, from ``inertia`` or ``inertia_diag`` (checked)."""
     if j["inertia"] is not None and j["inertia_diag"] is not None:
         v.fail(f"{where}.inertia", "give either inertia or inertia_diag, not both")
     if j["inertia"] is not None:
@@ -336,7 +339,8 @@ def inertia_problem(inertia: np.ndarray) -> str | None:
     return None
 
 
-def _check_joint_physics(v: Validator, joint: Joint, where: str):
+def check_joint_physics(v: Validator, joint: Joint, where: str):
+    """A joint's spring and motor as its kind needs them (stiffness > 0, motor inertia > 0)."""
     if joint.kind in ("elastic_gear", "passive") and joint.stiffness <= 0:
         v.fail(f"{where}.stiffness", f"a {joint.kind} joint needs stiffness > 0 (or stiffness_motor_side with "
                "gear_ratio)" if joint.kind == "elastic_gear" else f"a {joint.kind} joint needs stiffness > 0")

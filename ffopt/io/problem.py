@@ -23,8 +23,8 @@ import numpy as np
 from ffopt.errors import ProblemError
 from ffopt.io.electrics import check_electric_chain, parse_electrics
 from ffopt.io.flexible_links import parse_flexible_links
-from ffopt.io.joints import (_INERTIA_FIELDS, JOINT_NAME, JOINT_SCHEMA, _arm_side, _bearing, _check_joint_physics,
-                             _inertia, _rotation, _unit)
+from ffopt.io.joints import (INERTIA_FIELDS, JOINT_NAME, JOINT_SCHEMA, check_joint_physics, parse_arm_side, parse_bearing,
+                             parse_inertia, parse_rotation, parse_unit_vector)
 from ffopt.io.plausibility import check_plausible
 from ffopt.io.reference_spec import ReferenceSpec, parse_reference
 from ffopt.io.schema import Field, Validator, non_negative, positive
@@ -43,7 +43,7 @@ def all_positive(values):
     return None if all(x > 0 for x in values) else f"every value must be > 0, got {values}"
 
 
-PAYLOAD_SCHEMA = dict(_INERTIA_FIELDS)
+PAYLOAD_SCHEMA = dict(INERTIA_FIELDS)
 
 MODEL_SCHEMA = {
     "gravity": Field("vector", default=[0.0, 0.0, 0.0], length=3, unit="m/s^2",
@@ -564,18 +564,18 @@ def _build_chain(v: Validator, m: dict) -> Chain:
         if j["name"] in names:
             v.fail(f"{where}.name", f"duplicate joint name {j['name']!r}")
         names.add(j["name"])
-        data = _arm_side(v, j, where, m["rotor_coupling"])
-        rotation = _rotation(v, j, where)
-        body = Body(j["mass"], np.array(j["com"]), _inertia(v, j, where))
+        data = parse_arm_side(v, j, where, m["rotor_coupling"])
+        rotation = parse_rotation(v, j, where)
+        body = Body(j["mass"], np.array(j["com"]), parse_inertia(v, j, where))
         if j["axes"] is None:
-            joint = Joint(name=j["name"], kind=j["kind"], axis=_unit(v, j["axis"], f"{where}.axis"),
+            joint = Joint(name=j["name"], kind=j["kind"], axis=parse_unit_vector(v, j["axis"], f"{where}.axis"),
                           origin=np.array(j["origin"]), body=body, rotation=rotation,
                           electrics=parse_electrics(v, j, where), **data)
-            _check_joint_physics(v, joint, where)
+            check_joint_physics(v, joint, where)
             joints.append(joint)
             continue
         parse_electrics(v, j, where)  # a passive bearing: electrics are an error
-        expanded, group = _bearing(v, j, where, rotation, body, first_index=len(joints))
+        expanded, group = parse_bearing(v, j, where, rotation, body, first_index=len(joints))
         joints += expanded
         groups.append(group)
     _check_expanded_names(v, joints)
@@ -592,7 +592,8 @@ def _build_chain(v: Validator, m: dict) -> Chain:
                    "constant_inertia")
     payload = None
     if m["payload"] is not None:
-        payload = Body(m["payload"]["mass"], np.array(m["payload"]["com"]), _inertia(v, m["payload"], "model.payload"))
+        pl = m["payload"]
+        payload = Body(pl["mass"], np.array(pl["com"]), parse_inertia(v, pl, "model.payload"))
     tool_rotation = np.eye(3) if m["tool_rpy_deg"] is None else rotation_rpy(*np.radians(m["tool_rpy_deg"]))
     chain = Chain(tuple(joints), np.array(m["tool_origin"]), np.array(m["gravity"]), const, tuple(groups),
                   payload, tool_rotation, m["rotor_coupling"])

@@ -132,7 +132,7 @@ def check_output_folder(out: str | Path, names, force: bool = False, command: st
         owned = _check_output_folder(out, names, force)
     except OSError as err:
         raise OutputError(f"{out}: cannot use it as the output folder: {err.strerror or err}") from None
-    kind = _marker_field(out, "command") if out.is_dir() and _read_marker(out) is not None else None
+    kind = _marker_field(out, "command") if out.is_dir() and read_marker(out) is not None else None
     if command is not None and kind is not None and kind != command:
         raise OutputError(f"{out}: is the folder of an 'ffopt {kind}', not of an 'ffopt {command}'; writing "
                           f"there would replace its files: choose another output folder")
@@ -150,7 +150,7 @@ def _check_output_folder(out: Path, names, force: bool) -> dict[str, str]:
         raise OutputError(f"{out}: is a file, not a folder; ffopt writes a result folder there: "
                           "choose a new folder name")
     _check_writable(out)
-    owned = _read_marker(out)
+    owned = read_marker(out)
     entries = sorted(p.name for p in out.iterdir() if not p.name.startswith(_TMP_PREFIX))
     if owned is None:
         if entries and not force:
@@ -167,7 +167,7 @@ def _check_output_folder(out: Path, names, force: bool) -> dict[str, str]:
         if name not in owned or path.is_symlink() or not path.is_file():
             raise OutputError(f"{path}: exists and was not written by ffopt; ffopt never replaces your files: "
                               "move it away or choose another output folder")
-        if _sha256(path) != owned[name]:
+        if file_sha256(path) != owned[name]:
             raise OutputError(f"{path}: was changed after ffopt wrote it, so it is treated as yours; "
                               "move it away or choose another output folder")
     return owned
@@ -198,7 +198,7 @@ def write_result_folder(out: str | Path, fill, force: bool = False, command: str
                 raise OutputError(f"internal: result entry {name!r} is not a plain file ffopt may write")
         if stop_on_interrupt:
             interrupt.check()
-        files = {name: _sha256(tmp / name) for name in names}
+        files = {name: file_sha256(tmp / name) for name in names}
         with interrupt.deferred():
             if out.exists():
                 _update_in_place(out, tmp, files, force, command, add)
@@ -234,7 +234,7 @@ def _update_in_place(out: Path, tmp: Path, files: dict[str, str], force: bool, c
         os.replace(tmp / name, out / name)
     for name, digest in stale.items():
         path = out / name
-        if not add and path.is_file() and not path.is_symlink() and _sha256(path) == digest:
+        if not add and path.is_file() and not path.is_symlink() and file_sha256(path) == digest:
             path.unlink()
     _write_marker(tmp / MARKER, {**kept, **files}, command)
     os.replace(tmp / MARKER, out / MARKER)
@@ -254,7 +254,7 @@ def _write_marker(path: Path, files: dict[str, str], command: str) -> None:
                 "files": {name: {"sha256": digest} for name, digest in sorted(files.items())}}, path)
 
 
-def _read_marker(folder: Path) -> dict[str, str] | None:
+def read_marker(folder: Path) -> dict[str, str] | None:
     """{name: sha256} from the folder's marker, or None if there is no valid ffopt marker."""
     try:
         data = json.loads((folder / MARKER).read_text())
@@ -316,7 +316,8 @@ def write_json_file(path: str | Path, obj: dict, command: str) -> Path:
 # --- helpers ---------------------------------------------------------------------------------
 
 
-def _sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
+    """The SHA-256 of a file's bytes (hex), as the marker records it."""
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):

@@ -111,9 +111,9 @@ PLAN_FILES = ("summary.json", "trajectory.csv", "trajectory.npz", "problem.toml"
 def check_plan_files(folder: Path) -> None:
     """Each file a command reads from a plan folder is as ffopt wrote it: present if the marker lists it, with
     the SHA-256 recorded there. A folder without ffopt's marker (copied without it) is read unchecked."""
-    from ffopt.io.results import MARKER, _read_marker, _sha256
+    from ffopt.io.results import MARKER, file_sha256, read_marker
 
-    recorded = _read_marker(folder)
+    recorded = read_marker(folder)
     if recorded is None:
         return
     for name in PLAN_FILES:
@@ -123,7 +123,7 @@ def check_plan_files(folder: Path) -> None:
         if not path.is_file():
             raise ProblemError(f"{path}: missing (ffopt wrote it into this plan folder, {MARKER} lists it); the folder "
                                "is incomplete: plan again with ffopt plan, or restore the file")
-        if _sha256(path) != recorded[name]:
+        if file_sha256(path) != recorded[name]:
             raise ProblemError(f"{path}: changed since ffopt wrote it (its SHA-256 differs from the one in {MARKER}); "
                                "ffopt reads only plans as it wrote them: plan again with ffopt plan, or restore the file")
 

@@ -292,7 +292,7 @@ def build_urdf_chain(v, m: dict, raw_model: dict, source: str):
     geometry and bodies from the URDF, drives from the [[model.joints]] entries (checked like a chain
     written in the problem file). ``raw_model`` is the table as written (which keys were given)."""
     from ffopt.io.electrics import check_electric_chain, parse_electrics
-    from ffopt.io.joints import JOINT_NAME, JOINT_SCHEMA, _arm_side, _check_joint_physics, _inertia
+    from ffopt.io.joints import JOINT_NAME, JOINT_SCHEMA, check_joint_physics, parse_arm_side, parse_inertia
     from ffopt.models.chain import Chain, Joint, rotation_rpy
 
     for key in ("base_link", "tip_link"):
@@ -339,16 +339,16 @@ def build_urdf_chain(v, m: dict, raw_model: dict, source: str):
         if not JOINT_NAME.fullmatch(uj.name):
             v.fail(f"{where}.name", f"URDF joint {uj.name!r}: ffopt's joint names use letters, digits, '_', '-' and "
                    "'.' only (they label CSV columns such as u_<name>); rename the joint in the URDF")
-        data = _arm_side(v, j, where, m["rotor_coupling"])
+        data = parse_arm_side(v, j, where, m["rotor_coupling"])
         joint = Joint(name=uj.name, kind=j["kind"], axis=uj.axis, origin=uj.origin, body=uj.body,
                       rotation=uj.rotation, q_min=uj.q_min, q_max=uj.q_max, electrics=parse_electrics(v, j, where),
                       **data)
-        _check_joint_physics(v, joint, where)
+        check_joint_physics(v, joint, where)
         joints.append(joint)
     payload = None
     if m["payload"] is not None:
         pl = m["payload"]
-        payload = urdf.body_to_last(Body(pl["mass"], np.array(pl["com"]), _inertia(v, pl, "model.payload")))
+        payload = urdf.body_to_last(Body(pl["mass"], np.array(pl["com"]), parse_inertia(v, pl, "model.payload")))
     tool_rpy = np.eye(3) if m["tool_rpy_deg"] is None else rotation_rpy(*np.radians(m["tool_rpy_deg"]))
     chain = Chain(tuple(joints), urdf.to_last_body(m["tool_origin"]), np.array(m["gravity"]), None, (), payload,
                   urdf.tip_rotation @ tool_rpy, m["rotor_coupling"])

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ffopt.models.equilibrium import static_equilibrium
-from ffopt.sim.plant import MotorPD, simulate
+from ffopt.sim.plant import MotorPD, SimulationOptions, simulate
 from ffopt.sim.settle import hold_pose, settle_duration, settle_grid, settled_cycle_time
 
 
@@ -65,7 +65,8 @@ def run_table(problem, table: MotorTable, tol_mm: float, *, kp=None, kd=None, se
     q0 = static_equilibrium(model, y_ref[0], guess)
     if kp is None:
         kp, kd = input_gains(model, *pd_gains(model, q0, settings.pd_bandwidth_hz, settings.pd_damping_ratio))
-    sim = simulate(model, t, u, q0, None, pd=MotorPD(kp, kd, qm, dqm), rtol=rtol, atol=rtol * 1e-2)
+    options = SimulationOptions(rtol=rtol, atol=rtol * 1e-2)
+    sim = simulate(model, t, u, q0, None, pd=MotorPD(kp, kd, qm, dqm), options=options)
     pos = [i for i, unit in enumerate(model.output_units) if unit == "m"]
     e_move = 1000 * np.linalg.norm(sim.y[:, pos] - y_ref[:, pos], axis=1)
     q_end = static_equilibrium(model, y_ref[-1], q0[:n_link] if end_guess is None else end_guess,
@@ -76,8 +77,7 @@ def run_table(problem, table: MotorTable, tol_mm: float, *, kp=None, kd=None, se
     ts = settle_grid(t[-1], window, np.diff(t).min())
     n = len(ts)
     after = simulate(model, ts, np.tile(hold.u, (n, 1)), sim.q[-1], sim.v[-1],
-                     pd=MotorPD(kp, kd, np.tile(hold.qm, (n, 1)), np.zeros((n, len(hold.qm)))), rtol=rtol,
-                     atol=rtol * 1e-2)
+                     pd=MotorPD(kp, kd, np.tile(hold.qm, (n, 1)), np.zeros((n, len(hold.qm)))), options=options)
     d_table = 1000 * np.linalg.norm(sim.y[:, pos] - y_ref[-1, pos], axis=1)
     d_settle = 1000 * np.linalg.norm(after.y[:, pos] - y_ref[-1, pos], axis=1)
     cycle = settled_cycle_time(np.concatenate([t, ts[1:]]), np.concatenate([d_table, d_settle[1:]]) > tol_mm,

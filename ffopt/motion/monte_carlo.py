@@ -172,7 +172,7 @@ def simulate_plant(job: dict) -> PlantRun:
     settle window with the nominal controller."""
     from ffopt.sim.settle import settled_cycle_time
     from ffopt.sim.cases import rest_state
-    from ffopt.sim.plant import MotorPD, simulate
+    from ffopt.sim.plant import MotorPD, SimulationOptions, simulate
 
     tic = time.perf_counter()
     problem, nom = _nominal(job)
@@ -180,11 +180,12 @@ def simulate_plant(job: dict) -> PlantRun:
     plant = problem.with_values(job["values"]).model if job["values"] else problem.model
     pd = MotorPD(nom.kp, nom.kd, tab.qm, tab.dqm)
     q0 = rest_state(plant, tab.u[0], pd, nom.q0)
-    sim = simulate(plant, tab.t, tab.u, q0, None, pd=pd, rtol=RTOL, atol=RTOL * 1e-2, compile=False)
+    options = SimulationOptions(rtol=RTOL, atol=RTOL * 1e-2, compile=False)
+    sim = simulate(plant, tab.t, tab.u, q0, None, pd=pd, options=options)
     n = len(nom.t_settle)
     hold_pd = MotorPD(nom.kp, nom.kd, np.tile(nom.hold.qm, (n, 1)), np.zeros((n, len(nom.hold.qm))))
-    after = simulate(plant, nom.t_settle, np.tile(nom.hold.u, (n, 1)), sim.q[-1], sim.v[-1], pd=hold_pd, rtol=RTOL,
-                     atol=RTOL * 1e-2, compile=False)
+    after = simulate(plant, nom.t_settle, np.tile(nom.hold.u, (n, 1)), sim.q[-1], sim.v[-1], pd=hold_pd,
+                     options=options)
     q_rest = rest_state(plant, nom.hold.u, hold_pd, nom.q_end)
     pos, end = nom.pos, tab.y_ref[-1, nom.pos]
     y_rest = np.asarray(plant.output(q_rest[: plant.layout.n_link])).ravel()[pos]

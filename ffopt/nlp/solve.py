@@ -19,7 +19,7 @@ import numpy as np
 
 from ffopt.dae.equilibrium import static_equilibrium
 from ffopt.dae.forms import choose_dummy_set
-from ffopt.dae.inverse import trajectory_from_states
+from ffopt.dae.inverse import KnownColumns, trajectory_from_states
 from ffopt.errors import FfoptError, ProblemError, SolverError
 from ffopt.models.flexible import FlexibleModel
 from ffopt.nlp.backends.common import stop_status
@@ -401,14 +401,14 @@ def _trajectory(model, reference, tr, nlp, res, sol, t_transcribe, warm) -> Traj
     s = tr.settings
     if tr.hold is None:
         traj = trajectory_from_states(model, reference, sol["t"], sol["x"].T, sol["a"].T, method=f"nlp-{tr.rule.name}",
-                                      u=sol["u"].T.copy())
+                                      known=KnownColumns(u=sol["u"].T.copy()))
     else:  # the table at the sample instants (interval ends: Radau's last node), u as planned
         idx = tr.hold.nodes * tr.d
         u = sol["u_held"].T.copy()
         if tr.hold.kind == "zoh":  # one value per sample; the last row (the end instant) repeats the last one
             u = np.vstack([u, u[-1:]])
         traj = trajectory_from_states(model, reference, sol["t"][idx], sol["x"][:, idx].T, sol["a"][:, idx].T,
-                                      method=f"nlp-{tr.rule.name}", u=u)
+                                      method=f"nlp-{tr.rule.name}", known=KnownColumns(u=u))
         traj.hold = tr.hold.kind
         traj.stats.update({"hold": tr.hold.kind, "sample_time_s": tr.hold.m * tr.h, "resampling": (
             f"planned on the control grid ({tr.hold.kind} hold, {tr.hold.m} collocation interval(s) per sample): exact"),

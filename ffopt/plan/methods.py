@@ -71,9 +71,8 @@ def _moberg_hanssen(problem: Problem, run: Run) -> Trajectory:
     s = problem.solver
     run.say(f"solving the inverse dynamics: Moberg & Hanssen variant {s.method.upper()}, BDF-{s.order}, "
             f"h = {s.step * 1e3:g} ms")
-    traj = solve_inverse_variant(problem.model, problem.reference, s.method.upper(), s.order, s.step,
-                                 problem.reference_spec.joint_guess, engine="compiled" if run.compile else "vm",
-                                 scaling_power=s.scaling_power)
+    traj = solve_inverse_variant(problem.model, problem.reference, s.method.upper(), s,
+                                 problem.reference_spec.joint_guess, engine="compiled" if run.compile else "vm")
     if traj.stats.get("engine_fallback"):
         run.say(f"note: {traj.stats['engine_fallback']}")
     return traj

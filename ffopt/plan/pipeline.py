@@ -249,8 +249,8 @@ def _verify(problem: Problem, traj, guess, cases: str, run: Run):
     run.say("verifying: forward simulation open loop and with motor PD"
             + (", baselines, payload mismatch" if cases == "full" else ""))
     with heartbeat(run.say, lambda elapsed: f"verifying: {elapsed:.0f} s"):  # between its stages' own lines
-        return run_verification(problem.model, problem.reference, traj, problem.verification, guess, cases=cases,
-                                hold=traj.stats.get("hold", "linear"), progress=run.say, compile=run.compile)
+        return run_verification(problem.model, problem.reference, traj, replace(problem.verification, cases=cases),
+                                guess, hold=traj.stats.get("hold", "linear"), progress=run.say, compile=run.compile)
 
 
 def _settings(problem: Problem, traj, compile: bool) -> dict:

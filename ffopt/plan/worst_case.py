@@ -120,14 +120,15 @@ class ScenarioRows:
 
     def __call__(self, traj) -> np.ndarray:
         from ffopt.sim.cases import rest_state
-        from ffopt.sim.plant import MotorPD, simulate_all
+        from ffopt.sim.plant import MotorPD, SimulationOptions, simulate_all
 
         pd = MotorPD(self.nom.kp, self.nom.kd, np.asarray(traj.qm), np.asarray(traj.dqm))
         for k, p in self.plants.items():  # the start: the static first row, the same for every law
             if k not in self.start:
                 self.start[k] = rest_state(p, traj.u[0], pd, self.nom.q0)
-        sims = simulate_all({k: dict(model=p, t=traj.t, u=traj.u, q0=self.start[k], pd=pd, rtol=self.rtol,
-                                     atol=self.rtol * 1e-2) for k, p in self.plants.items()})
+        options = SimulationOptions(rtol=self.rtol, atol=self.rtol * 1e-2)
+        sims = simulate_all({k: dict(model=p, t=traj.t, u=traj.u, q0=self.start[k], pd=pd, options=options)
+                             for k, p in self.plants.items()})
         rows = []
         for k in self.plants:
             sim = sims[k]

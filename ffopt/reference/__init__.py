@@ -7,11 +7,13 @@
     ref.evaluate(ts, 1)      # numpy (len(ts), n_out)
     ref.check_smoothness(5)  # ~0 for poly11
     polyline([[0, 0], [1, 0], [1, 1]], durations=[1.0, 1.0], blends=0.3)   # rounded corner
-    arc(center=[0, 0], start=[1, 0], angle=np.pi / 2, duration=1.0)        # quarter circle
+    arc(ArcGeometry(center=[0, 0], start=[1, 0], angle=np.pi / 2), duration=1.0)   # quarter circle
     Butterworth(4, 10.0).response(ptp_profile(0.1, [1.0], [1.5], [15.0]), t)  # prefiltered PTP (SX of t)
 """
 
 from ffopt.reference.paths import (
+    ArcGeometry,
+    JointMove,
     arc,
     circle_through,
     duration_for_limits,
@@ -22,7 +24,7 @@ from ffopt.reference.paths import (
     time_law_peak,
 )
 from ffopt.reference.prefilter import Butterworth, RawProfile, ptp_profile, step_profile
-from ffopt.reference.reference import Reference
+from ffopt.reference.reference import Reference, TimeLine
 from ffopt.reference.time_laws import (
     TIME_LAWS,
     TimeLaw,
@@ -41,6 +43,7 @@ def __getattr__(name):  # poly11, hermite9, septic, quintic: built on first use 
 
 __all__ = [
     "Reference",
+    "TimeLine",
     "Butterworth",
     "RawProfile",
     "step_profile",
@@ -48,8 +51,10 @@ __all__ = [
     "line",
     "polyline",
     "arc",
+    "ArcGeometry",
     "circle_through",
     "joint_ptp",
+    "JointMove",
     "time_law_peak",
     "duration_for_speed",
     "duration_for_limits",

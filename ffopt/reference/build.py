@@ -13,9 +13,9 @@ import numpy as np
 
 from ffopt.models.chain import Chain
 from ffopt.models.flexible import ORIENTATION, FlexibleModel
-from ffopt.reference.paths import arc, joint_ptp, line, polyline, whole_motion_move
+from ffopt.reference.paths import ArcGeometry, JointMove, arc, joint_ptp, line, polyline, whole_motion_move
 from ffopt.reference.prefilter import Butterworth, filtered_reference_expression
-from ffopt.reference.reference import Reference
+from ffopt.reference.reference import Reference, TimeLine
 from ffopt.reference.shaping import Shaper, shape_reference, shaper
 
 __all__ = ["reference_from_spec", "angle_centres", "rigid_forward_kinematics", "shape_reference_on_model"]
@@ -69,13 +69,13 @@ def _moved_by_law(spec, model: FlexibleModel, names, law=None) -> Reference:
             return ref
         return whole_motion_move(ref, p["joint_end"] - p["joint_start"], common["time_law"])  # the joint outputs
     if spec.kind == "arc":
-        ref = arc(p["center"], p["start"], p["angle"], spec.duration, p["normal"], extra_start=p["extra_start"],
-                  extra_end=p["extra_end"], **common)
+        geometry = ArcGeometry(p["center"], p["start"], p["angle"], p["normal"])
+        ref = arc(geometry, spec.duration, extra_start=p["extra_start"], extra_end=p["extra_end"], **common)
         return ref.select(np.argsort(p["pos"] + p.get("extra", p["ang"])), names)  # rows back into output order
     if spec.kind == "joint_ptp":
         act = [model.chain.joints[i].name for i in model.layout.actuated]
-        ref = joint_ptp(p["q_start"], p["q_end"], p["durations"], rigid_forward_kinematics(model), names=names,
-                        joint_names=act, **common)
+        ref = joint_ptp(JointMove(p["q_start"], p["q_end"], act), p["durations"], rigid_forward_kinematics(model),
+                        names=names, **common)
         ref.tool_path = ref.joint.map(rigid_forward_kinematics(model, "tool"), names=["x", "y", "z"])
         return ref
     raise ValueError(f"unknown reference kind {spec.kind!r}")
@@ -92,15 +92,14 @@ def _prefiltered(spec, model: FlexibleModel, names) -> Reference:
     filt = Butterworth(p["order"], p["cutoff_hz"])
     t_end = profile.t_end + p["settling_time"] + spec.rest_after
     t, motion = filtered_reference_expression(filt, profile, p["start"], p["end"])
-    times = dict(t_motion_start=profile.t_start, t_motion_end=t_end, t_end=t_end, time_law=f"butterworth{filt.order}",
-                 breakpoints=[k[0] for k in profile.knots])
+    timeline = TimeLine(profile.t_start, t_end, t_end, f"butterworth{filt.order}", [k[0] for k in profile.knots])
     if p["space"] == "joint":
         act = [model.chain.joints[i].name for i in model.layout.actuated]
-        joint = Reference(t, motion, names=act, **times)
+        joint = Reference(t, motion, timeline, act)
         ref = joint.map(rigid_forward_kinematics(model), names=names)
         ref.tool_path = joint.map(rigid_forward_kinematics(model, "tool"), names=["x", "y", "z"])
     else:
-        ref = Reference(t, motion, names=names, **times)
+        ref = Reference(t, motion, timeline, names)
     ref.prefilter = dict(p["info"])
     return ref
 

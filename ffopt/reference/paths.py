@@ -21,17 +21,18 @@ components (orientation angles) can ride along an arc, moved by the same S.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Sequence
 
 import casadi as ca
 import numpy as np
 
 from ffopt.errors import PathError, ProblemError
-from ffopt.reference.reference import Reference, apply_function
+from ffopt.reference.reference import Reference, TimeLine, apply_function
 from ffopt.reference.time_laws import TimeLaw, get_time_law
 
-__all__ = ["line", "polyline", "arc", "circle_through", "arc_frame", "check_blends", "joint_ptp", "time_law_peak",
-           "duration_for_speed", "duration_for_limits", "whole_motion_move"]
+__all__ = ["line", "polyline", "arc", "ArcGeometry", "circle_through", "arc_frame", "check_blends", "joint_ptp",
+           "JointMove", "time_law_peak", "duration_for_speed", "duration_for_limits", "whole_motion_move"]
 
 
 def _real(value, field: str) -> float:
@@ -142,9 +143,7 @@ def line(
     law = get_time_law(time_law)
     nm = _names(names, p0.size, "reference.names", "theta")
     t, motion = _straight(p0, p1, law, rb, d)
-    return Reference(
-        t, motion, t_motion_start=rb, t_motion_end=rb + d, t_end=rb + d + ra, names=nm, time_law=law.name
-    )
+    return Reference(t, motion, TimeLine(rb, rb + d, rb + d + ra, law.name), nm)
 
 
 def _endpoints(a, b, field_a: str, field_b: str) -> tuple[np.ndarray, np.ndarray]:
@@ -203,8 +202,7 @@ def polyline(
     t1 = starts[-1] + T[-1]
     nm = _names(names, P.shape[1], "reference.names", "theta")
     edges = sorted({float(x) for x in np.concatenate([starts, starts + T])})
-    return Reference(t, motion, t_motion_start=rb, t_motion_end=t1, t_end=t1 + ra, names=nm,
-                     time_law=law.name, breakpoints=edges)
+    return Reference(t, motion, TimeLine(rb, t1, t1 + ra, law.name, edges), nm)
 
 
 def whole_motion_move(ref: Reference, delta, time_law: str | TimeLaw = "poly11") -> Reference:
@@ -273,12 +271,20 @@ def arc_frame(center: np.ndarray, start: np.ndarray, normal) -> tuple[np.ndarray
     return u, np.cross(n, u), r
 
 
+@dataclass(frozen=True)
+class ArcGeometry:
+    """A circular arc about ``center`` from ``start`` through ``angle`` rad, positive about the plane's
+    ``normal`` (3-D only: a planar arc of 2 position components turns from the first axis to the second)."""
+
+    center: Sequence[float]
+    start: Sequence[float]
+    angle: float
+    normal: Sequence[float] | None = None
+
+
 def arc(
-    center,
-    start,
-    angle: float,
+    geometry: ArcGeometry,
     duration: float,
-    normal=None,
     time_law: str | TimeLaw = "poly11",
     rest_before: float = 0.0,
     rest_after: float = 0.0,
@@ -286,19 +292,18 @@ def arc(
     extra_start=None,
     extra_end=None,
 ) -> Reference:
-    """Circular arc about ``center`` from ``start`` through ``angle`` rad (positive about ``normal``).
+    """The circular arc of ``geometry`` (``ArcGeometry``: 2 or 3 position components) in ``duration`` s.
 
-    2 or 3 position components (3-D needs the plane ``normal``). ``extra_start``/``extra_end``:
-    further output components (e.g. orientation angles) appended after the position, moved by the
-    same time law.
+    ``extra_start``/``extra_end``: further output components (e.g. orientation angles) appended after
+    the position, moved by the same time law.
     """
-    c, p0 = _endpoints(center, start, "reference.center", "reference.start")
-    phi = _real(angle, "reference.angle")
+    c, p0 = _endpoints(geometry.center, geometry.start, "reference.center", "reference.start")
+    phi = _real(geometry.angle, "reference.angle")
     if phi == 0.0:
         raise ProblemError("reference.angle must not be 0")
     d, rb, ra = _time_line(duration, rest_before, rest_after)
     law = get_time_law(time_law)
-    u, v, _ = arc_frame(c, p0, normal)
+    u, v, _ = arc_frame(c, p0, geometry.normal)
     t = ca.SX.sym("t")
     s = law.expression((t - rb) / d)
     motion = ca.DM(c) + ca.DM(u) * ca.cos(phi * s) + ca.DM(v) * ca.sin(phi * s)
@@ -306,37 +311,44 @@ def arc(
         e0, e1 = _endpoints(extra_start, extra_end, "reference.extra_start", "reference.extra_end")
         motion = ca.vertcat(motion, ca.DM(e0) + ca.DM(e1 - e0) * s)
     nm = _names(names, motion.numel(), "reference.names", "theta")
-    return Reference(t, motion, t_motion_start=rb, t_motion_end=rb + d, t_end=rb + d + ra, names=nm,
-                     time_law=law.name)
+    return Reference(t, motion, TimeLine(rb, rb + d, rb + d + ra, law.name), nm)
+
+
+@dataclass(frozen=True)
+class JointMove:
+    """A joint-space point-to-point move from ``q_start`` to ``q_end`` (one entry per joint), the joints named
+    ``joint_names`` (default "q0", "q1", ...)."""
+
+    q_start: Sequence[float]
+    q_end: Sequence[float]
+    joint_names: Sequence[str] | None = None
 
 
 def joint_ptp(
-    q_start,
-    q_end,
+    move: JointMove,
     duration,
     forward_kinematics: ca.Function,
     time_law: str | TimeLaw = "poly11",
     rest_before: float = 0.0,
     rest_after: float = 0.0,
     names: Sequence[str] | None = None,
-    joint_names: Sequence[str] | None = None,
     n_check: int = 201,
 ) -> Reference:
-    """Joint-space point-to-point move mapped through ``forward_kinematics`` (q -> output).
+    """The joint-space point-to-point ``move`` (``JointMove``) mapped through ``forward_kinematics`` (q -> output).
 
     ``duration``: one number (every joint moves in that time: synchronised) or one per joint
     (each joint its own rest-to-rest move, all starting at ``rest_before``; a joint that does not
     move may have any duration). ``forward_kinematics``: casadi.Function with one input of
-    len(q_start) entries; its first output (flattened) is theta. The joint path is kept as
+    len(move.q_start) entries; its first output (flattened) is theta. The joint path is kept as
     ``ref.joint`` (``ref.joint_function``). The output path is sampled at ``n_check`` points
     (values and first derivative) and a non-finite value raises PathError.
     """
-    q0, q1 = _endpoints(q_start, q_end, "reference.q_start", "reference.q_end")
+    q0, q1 = _endpoints(move.q_start, move.q_end, "reference.q_start", "reference.q_end")
     T = _per_segment(duration, q0.size, "reference.duration", _positive)
     rb = _nonnegative(rest_before, "reference.rest_before")
     ra = _nonnegative(rest_after, "reference.rest_after")
     law = get_time_law(time_law)
-    jn = _names(joint_names, q0.size, "reference.joint_names", "q")
+    jn = _names(move.joint_names, q0.size, "reference.joint_names", "q")
     moving = q1 != q0
     d = float(T[moving].max()) if moving.any() else float(T.max())
     t = ca.SX.sym("t")
@@ -345,11 +357,11 @@ def joint_ptp(
     qm = ca.vertcat(*[q0[j] + (q1[j] - q0[j]) * (s_full if full[j] else _move(t, law, rb, T[j]))
                       for j in range(q0.size)])
     edges = sorted({rb, rb + d, *(rb + T[moving])})
-    times = dict(t_motion_start=rb, t_motion_end=rb + d, t_end=rb + d + ra, time_law=law.name, breakpoints=edges)
-    joint = Reference(t, qm, names=jn, **times)
+    timeline = TimeLine(rb, rb + d, rb + d + ra, law.name, edges)
+    joint = Reference(t, qm, timeline, jn)
     out = apply_function(forward_kinematics, qm, q0.size, "reference.forward_kinematics")
     nm = _names(names, out.numel(), "reference.names", "theta")
-    ref = Reference(t, out, names=nm, joint=joint, **times)
+    ref = Reference(t, out, timeline, nm, joint)
     ts = np.linspace(rb, rb + d, max(int(n_check), 2))
     for order in (0, 1):
         vals = ref.evaluate(ts, order)

@@ -21,6 +21,7 @@ At the two junctions the derivatives of order k of theta jump from 0 (rest) to m
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Sequence
 
 import casadi as ca
@@ -28,7 +29,20 @@ import numpy as np
 
 from ffopt.errors import ProblemError
 
-__all__ = ["Reference"]
+__all__ = ["Reference", "TimeLine"]
+
+
+@dataclass(frozen=True)
+class TimeLine:
+    """When a reference moves: its motion on [t_motion_start, t_motion_end] (0 <= t_motion_start <
+    t_motion_end), the end of the horizon t_end >= t_motion_end, the name of its time law (for reports) and the
+    times where the motion switches between pieces (None: the motion's start and end)."""
+
+    t_motion_start: float
+    t_motion_end: float
+    t_end: float
+    time_law: str | None = None
+    breakpoints: Sequence[float] | None = None
 
 
 def _check_order(order) -> int:
@@ -44,12 +58,9 @@ class Reference:
     ----------
     t : casadi.SX scalar symbol
     motion : casadi.SX (n_out x 1 or 1 x n_out), the motion expression m(t), a function of t only
-    t_motion_start, t_motion_end : motion interval, 0 <= t_motion_start < t_motion_end
-    t_end : end of the horizon, >= t_motion_end
+    timeline : ``TimeLine``, the motion interval, the end of the horizon, the time law's name and the breakpoints
     names : output names, length n_out
     joint : optional Reference of the joint path this one was mapped from (``joint_ptp``)
-    time_law : optional name of the time law, for reports
-    breakpoints : times where the motion switches between pieces (default: the motion start and end)
 
     ``tool_path`` (attribute, default None): for a reference given in joint space, the rigid
     tool-point path it implies (a Reference of the 3 world coordinates), used by verification.
@@ -60,19 +71,9 @@ class Reference:
     class directly.
     """
 
-    def __init__(
-        self,
-        t: ca.SX,
-        motion: ca.SX,
-        *,
-        t_motion_start: float,
-        t_motion_end: float,
-        t_end: float,
-        names: Sequence[str],
-        joint: "Reference | None" = None,
-        time_law: str | None = None,
-        breakpoints: Sequence[float] | None = None,
-    ):
+    def __init__(self, t: ca.SX, motion: ca.SX, timeline: TimeLine, names: Sequence[str],
+                 joint: "Reference | None" = None):
+        t_motion_start, t_motion_end, t_end = timeline.t_motion_start, timeline.t_motion_end, timeline.t_end
         if not isinstance(t, ca.SX) or not t.is_symbolic() or not t.is_scalar():
             raise ProblemError("reference t must be a scalar casadi.SX symbol")
         motion = ca.SX(motion)
@@ -98,8 +99,8 @@ class Reference:
         self.t_end = float(t_end)
         self.names: list[str] = names
         self.joint = joint
-        self.time_law = time_law
-        inner = [float(b) for b in (breakpoints or ()) if t_motion_start < b < t_motion_end]
+        self.time_law = timeline.time_law
+        inner = [float(b) for b in (timeline.breakpoints or ()) if t_motion_start < b < t_motion_end]
         self.breakpoints: tuple[float, ...] = tuple(sorted({self.t_motion_start, self.t_motion_end, *inner}))
         self.tool_path: "Reference | None" = None
         self.prefilter: dict | None = None  # a prefiltered reference: filter order, cutoff, why (reports)
@@ -118,6 +119,11 @@ class Reference:
     @property
     def duration(self) -> float:
         return self.t_motion_end - self.t_motion_start
+
+    @property
+    def timeline(self) -> TimeLine:
+        """This reference's time line (another reference built with it has the same times and breakpoints)."""
+        return TimeLine(self.t_motion_start, self.t_motion_end, self.t_end, self.time_law, self.breakpoints)
 
     @property
     def t(self) -> ca.SX:
@@ -240,18 +246,14 @@ class Reference:
 
     def with_motion(self, motion: ca.SX) -> "Reference":
         """A reference with another motion expression of ``self.t`` (same outputs, time line, joint and tool paths)."""
-        ref = Reference(self._t, motion, t_motion_start=self.t_motion_start, t_motion_end=self.t_motion_end,
-                        t_end=self.t_end, names=self.names, joint=self.joint, time_law=self.time_law,
-                        breakpoints=self.breakpoints)
+        ref = Reference(self._t, motion, self.timeline, self.names, self.joint)
         ref.tool_path = self.tool_path
         return ref
 
     def select(self, rows: Sequence[int], names: Sequence[str]) -> "Reference":
         """The outputs ``rows`` of this reference (in that order) under new ``names``; same time line."""
         rows = [int(i) for i in rows]
-        ref = Reference(self._t, self._motion[rows], t_motion_start=self.t_motion_start,
-                        t_motion_end=self.t_motion_end, t_end=self.t_end, names=names, joint=self.joint,
-                        time_law=self.time_law, breakpoints=self.breakpoints)
+        ref = Reference(self._t, self._motion[rows], self.timeline, names, self.joint)
         ref.tool_path = self.tool_path
         return ref
 
@@ -260,17 +262,7 @@ class Reference:
         out = apply_function(function, self._motion, self.n_out, field)
         if names is None:
             names = [f"theta{i}" for i in range(out.numel())]
-        return Reference(
-            self._t,
-            out,
-            t_motion_start=self.t_motion_start,
-            t_motion_end=self.t_motion_end,
-            t_end=self.t_end,
-            names=names,
-            joint=self,
-            time_law=self.time_law,
-            breakpoints=self.breakpoints,
-        )
+        return Reference(self._t, out, self.timeline, names, joint=self)
 
     def __repr__(self) -> str:
         return (

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import casadi as ca
 import numpy as np
 
-from ffopt.reference.reference import Reference
+from ffopt.reference.reference import Reference, TimeLine
 
 __all__ = ["Shaper", "zv", "zvd", "ei", "ei2", "shaper", "residual_vibration", "insensitivity_band", "shape_signal",
            "shape_reference", "SHAPERS"]
@@ -246,9 +246,9 @@ def shape_reference(reference: Reference, sh: Shaper, output_map: ca.Function | 
     theta = base.symbolic(0)
     motion = sum(float(a) * ca.substitute(theta, t, t - float(ti)) for a, ti in zip(sh.amplitudes, sh.times))
     extra = sh.duration
-    shaped = Reference(t, motion, t_motion_start=base.t_motion_start, t_motion_end=base.t_motion_end + extra,
-                       t_end=base.t_end + extra, names=base.names, time_law=f"{base.time_law} * {sh.name}",
-                       breakpoints=[b + ti for b in base.breakpoints for ti in sh.times])
+    timeline = TimeLine(base.t_motion_start, base.t_motion_end + extra, base.t_end + extra,
+                        f"{base.time_law} * {sh.name}", [b + ti for b in base.breakpoints for ti in sh.times])
+    shaped = Reference(t, motion, timeline, base.names)
     if reference.joint is None:
         shaped.tool_path = None if reference.tool_path is None else shape_reference(reference.tool_path, sh)
         return shaped

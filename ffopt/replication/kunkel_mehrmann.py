@@ -25,12 +25,12 @@ from math import comb
 import casadi as ca
 import numpy as np
 
-from ffopt.analysis.strangeness import derivative_array, strangeness_index
+from ffopt.analysis.strangeness import StrangenessReport, derivative_array, strangeness_index
 from ffopt.dae.bdf import BDF_ALPHA
 from ffopt.models.equilibrium import static_equilibrium
 from ffopt.dae.forms import build_inverse_dae
 from ffopt.models.flexible import FlexibleModel
-from ffopt.replication.python_bdf import gauss_newton_march, least_squares_march
+from ffopt.replication.python_bdf import GaussNewtonStop, gauss_newton_march, least_squares_march
 from ffopt.trajectory import Trajectory
 
 GN_ITERATIONS = 4
@@ -100,18 +100,20 @@ def _km_python_residual(F: ca.Function, n: int, mu: int, order: int, Z1: np.ndar
     return ca.Function("km_python_step", [z, t, past, inv_h], [r, ca.jacobian(r, z)])
 
 
-def solve_km(F: ca.Function, x0: np.ndarray, h: float, n_steps: int, order: int, mu: int, d: int,
+def solve_km(F: ca.Function, x0: np.ndarray, h: float, n_steps: int, order: int, index: StrangenessReport,
              engine: str = "compiled", counts: dict | None = None):
     """(t, x (n_steps+1, n), residual (n_steps+1,), build s, solve s) by KM from rest at x0.
 
+    index: F's strangeness index mu and number of differential equations d at x0 (``strangeness_index``).
     engine "compiled" / "vm": the CasADi step function iterated by mapaccum (compiled to C when
     possible); "python": the Python Gauss-Newton stepper of ffopt.replication.python_bdf (lstsq);
     "scipy": its scipy least_squares stepper (finite-difference Jacobians, like the paper's lsqnonlin).
     counts (optional dict, Python engines): residual evaluations, unknowns, equations per step.
     """
     n = F.numel_in(1)
+    mu = index.mu
     tic = time.perf_counter()
-    Z1, weights = km_matrices(F, n, mu, d, 0.0, x0)
+    Z1, weights = km_matrices(F, n, mu, index.d, 0.0, x0)
     if engine in ("python", "scipy"):
         R = _km_python_residual(F, n, mu, order, Z1, weights)
         t_build = time.perf_counter() - tic
@@ -121,7 +123,7 @@ def solve_km(F: ca.Function, x0: np.ndarray, h: float, n_steps: int, order: int,
         if engine == "scipy":
             Z = least_squares_march(R, z0, n, t, order, h, counts=counts)
         else:
-            Z = gauss_newton_march(R, z0, n, t, order, h, counts=counts, residual_tol=PYTHON_RESIDUAL_TOL)
+            Z = gauss_newton_march(R, z0, n, t, order, h, counts, GaussNewtonStop(residual_tol=PYTHON_RESIDUAL_TOL))
         return t, Z[:, :n], np.zeros(len(t)), t_build, time.perf_counter() - tic
     step = _km_step_function(F, n, mu, order, Z1, weights)
     if engine == "compiled":
@@ -170,7 +172,7 @@ def solve_inverse_km(model: FlexibleModel, reference, order: int = 6, step: floa
     n_steps = int(round(reference.t_end / step))
     t_setup = time.perf_counter() - tic
     counts, fallback = {}, None
-    t, x, res, t_build, t_solve = solve_km(dae.F, x0, step, n_steps, order, rep.mu, rep.d, engine, counts)
+    t, x, res, t_build, t_solve = solve_km(dae.F, x0, step, n_steps, order, rep, engine, counts)
     bad = np.flatnonzero(~np.isfinite(res) | (res > RESIDUAL_TOL))  # only the CasADi engines report res
     if bad.size:
         # The fixed-iteration regularised march (E12: stalls at ~4e-7 where the motion starts) is
@@ -180,7 +182,7 @@ def solve_inverse_km(model: FlexibleModel, reference, order: int = 6, step: floa
         fallback = (f"{engine} march: weighted residual {res[i]:.3g} at t = {t[i]:.4g} after {GN_ITERATIONS} "
                     "regularised Gauss-Newton iterations; solved by the Python engine instead")
         engine = "python"
-        t, x, res, t_build_python, t_solve = solve_km(dae.F, x0, step, n_steps, order, rep.mu, rep.d, engine, counts)
+        t, x, res, t_build_python, t_solve = solve_km(dae.F, x0, step, n_steps, order, rep, engine, counts)
         t_build += t_build_python
     alpha = BDF_ALPHA[order]
     padded = np.vstack([np.tile(x0, (order, 1)), x])

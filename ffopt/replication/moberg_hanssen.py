@@ -39,6 +39,7 @@ from ffopt.models.equilibrium import static_equilibrium
 from ffopt.errors import ProblemError, SolverError
 from ffopt.models.flexible import FlexibleModel
 from ffopt.replication.python_bdf import python_bdf
+from ffopt.settings.bdf import BdfSettings
 from ffopt.trajectory import Trajectory
 
 E1_EQUATIONS = (40, 43, 44, 48, 49)
@@ -139,14 +140,18 @@ def solve_e1_variant(model: FlexibleModel, reference, equation: int, order: int 
     return traj
 
 
-def solve_inverse_variant(model: FlexibleModel, reference, variant: str, order: int = 6, step: float = 5e-3,
-                          qa_guess=None, engine: str = "compiled", scaling_power: float | None = None,
-                          prefer=None) -> Trajectory:
+VARIANT_BDF = BdfSettings(order=6, step=5e-3)  # the paper's BDF-6 at 5 ms
+
+
+def solve_inverse_variant(model: FlexibleModel, reference, variant: str, bdf: BdfSettings = VARIANT_BDF,
+                          qa_guess=None, engine: str = "compiled", prefer=None) -> Trajectory:
     """Inverse dynamics by one of Moberg & Hanssen's solver variants (sec. 7.2.5), by name.
 
     variant: HI (BDF on the original DAE), DD (automatic dummy derivatives, any model), DD43 /
     DD44 / DD48 / DD49 (the paper's hand-made E1 systems), KM (Kunkel-Mehrmann underdetermined
     system, eq. 38), DC (decoupled system, eq. 20-21); case-insensitive.
+    bdf: the BDF's order, step and scaling power (``BdfSettings``, or a problem's ``SolverSettings``; its form
+    is unused: each variant has its own system).
     engine: "compiled" (C code via ffopt.dae.bdf; KM: CasADi mapaccum), "vm" (CasADi virtual
     machine), "python" (the same Python Gauss-Newton stepper for all, like-for-like timings) or
     "scipy" (scipy least_squares with finite-difference Jacobians per step: the paper's lsqnonlin set-up).
@@ -161,12 +166,12 @@ def solve_inverse_variant(model: FlexibleModel, reference, variant: str, order: 
     if name == "HI" or name.startswith("DD") and name != "DD":
         eq = 40 if name == "HI" else int(name[2:])
         if name == "HI" and not _is_e1(model):
-            traj = _solve_generic(model, reference, "HI", order, step, qa_guess, engine, scaling_power, prefer)
+            traj = _solve_generic(model, reference, "HI", bdf, qa_guess, engine, prefer)
         else:
-            traj = solve_e1_variant(model, reference, eq, order, step, qa_guess, scaling_power, engine)
+            traj = solve_e1_variant(model, reference, eq, bdf.order, bdf.step, qa_guess, bdf.scaling_power, engine)
     else:
-        traj = _solve_generic(model, reference, name, order, step, qa_guess, engine, scaling_power, prefer)
-    traj.method = f"{name}-bdf{order}"
+        traj = _solve_generic(model, reference, name, bdf, qa_guess, engine, prefer)
+    traj.method = f"{name}-bdf{bdf.order}"
     traj.stats["variant"] = name
     traj.stats.setdefault("engine", engine)  # KM may report the engine it fell back to
     return traj
@@ -180,10 +185,11 @@ def _is_e1(model) -> bool:
     return True
 
 
-def _solve_generic(model, reference, name, order, step, qa_guess, engine, scaling_power, prefer) -> Trajectory:
+def _solve_generic(model, reference, name, bdf: BdfSettings, qa_guess, engine, prefer) -> Trajectory:
     """HI (I3 form), DD (automatic), KM and DC for any model."""
     from ffopt.dae.inverse import trajectory_from_states
 
+    order, step, scaling_power = bdf.order, bdf.step, bdf.scaling_power
     if name == "KM":
         from ffopt.replication.kunkel_mehrmann import solve_inverse_km
 

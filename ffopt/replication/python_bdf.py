@@ -10,6 +10,7 @@ flexible manipulators (sec. 7.2.5), so its cost can be set beside their timings.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 import casadi as ca
 import numpy as np
@@ -40,16 +41,25 @@ def python_bdf(F: ca.Function, x0: np.ndarray, h: float, n_steps: int, order: in
     return t, x, bdf_derivative(x, order, h), time.perf_counter() - tic
 
 
+@dataclass(frozen=True)
+class GaussNewtonStop:
+    """When ``gauss_newton_march`` ends a step: the update below ``tol`` (relative) or, if given, max |R| <=
+    ``residual_tol`` (underdetermined systems (KM) need the latter, as their minimum-norm updates in the
+    non-unique directions are roundoff-driven and need not shrink); failed after ``max_iter`` iterations."""
+
+    tol: float = 1e-10
+    max_iter: int = 20
+    residual_tol: float | None = None
+
+
 def gauss_newton_march(R: ca.Function, z0: np.ndarray, n_x: int, t: np.ndarray, order: int, h: float,
-                       tol: float = 1e-10, max_iter: int = 20, counts: dict | None = None,
-                       residual_tol: float | None = None) -> np.ndarray:
+                       counts: dict | None = None, stop: GaussNewtonStop = GaussNewtonStop()) -> np.ndarray:
     """March R(z_i, t_i, sum_j alpha_j x_(i-j), 1/h) = 0; z_i[:n_x] is the BDF state, at rest before t0.
 
-    Stops a step when the Gauss-Newton update is below ``tol`` (relative) or, if given, when
-    max |R| <= ``residual_tol``: underdetermined systems (KM) need the latter, as their minimum-norm
-    updates in the non-unique directions are roundoff-driven and need not shrink.
+    Each step by Gauss-Newton iterations until ``stop`` (``GaussNewtonStop``).
     counts (optional dict) receives residual_evaluations (each with its exact Jacobian) and unknowns.
     """
+    tol, max_iter, residual_tol = stop.tol, stop.max_iter, stop.residual_tol
     n_eval = 0
     alpha = BDF_ALPHA[order]
     Z = np.zeros((len(t), len(z0)))

@@ -14,7 +14,8 @@ package attribute ``verify`` would be shadowed by the submodule of that name onc
 import importlib
 
 _WHERE = {"pd_only": "baselines", "rigid_feedforward": "baselines", "rigid_inverse_kinematics": "baselines",
-          "MotorPD": "plant", "SimResult": "plant", "StateFeedback": "plant", "pd_gains": "plant", "simulate": "plant",
+          "MotorPD": "plant", "SimResult": "plant", "SimulationOptions": "plant", "StateFeedback": "plant",
+          "pd_gains": "plant", "simulate": "plant",
           "VerificationReport": "verify"}
 
 __all__ = sorted(_WHERE)

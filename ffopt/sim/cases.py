@@ -13,7 +13,7 @@ import numpy as np
 
 from ffopt.errors import VerificationError
 from ffopt.models.flexible import FlexibleModel
-from ffopt.sim.plant import MotorPD, SimResult, StateFeedback, simulate, simulate_all
+from ffopt.sim.plant import MotorPD, SimResult, SimulationOptions, StateFeedback, simulate, simulate_all
 from ffopt.sim.settle import Hold, SettleMetrics, SettleWindow, settle_metrics
 
 
@@ -29,6 +29,10 @@ class Integration:
     @property
     def absolute(self) -> float:
         return self.rtol * 1e-2 if self.atol is None else self.atol
+
+    def options(self, interpolation: str = "linear") -> SimulationOptions:
+        """``simulate``'s options for this integration, the input applied between rows by ``interpolation``."""
+        return SimulationOptions(self.rtol, self.absolute, interpolation, self.compile)
 
 
 @dataclass(frozen=True, eq=False)
@@ -91,8 +95,8 @@ def settle_case(name, plant, sim: SimResult, after: Hold, loop, window: SettleWi
     n = len(t_settle)
     z0 = None if sim.z is None or sim.z.size == 0 else sim.z[-1]
     try:
-        s = simulate(plant, t_settle, np.tile(after.u, (n, 1)), sim.q[-1], sim.v[-1], pd=loop, rtol=integration.rtol,
-                     atol=integration.absolute, z0=z0, compile=integration.compile)
+        s = simulate(plant, t_settle, np.tile(after.u, (n, 1)), sim.q[-1], sim.v[-1], pd=loop, z0=z0,
+                     options=integration.options())
     except VerificationError as err:
         raise VerificationError(f"verification case {name!r}, after the table: {err}") from None
     end_ref = np.tile(window.y_ref[-1], (n, 1))
@@ -118,8 +122,8 @@ def _outside_end_pose(window, sim: SimResult):
 def run_case(name, case: Case, t, integration: Integration) -> SimResult:
     """The table of ``case`` (with its start pose) on the grid t."""
     try:
-        return simulate(case.plant, t, case.u, case.q_start, None, pd=case.loop, rtol=integration.rtol,
-                        atol=integration.absolute, interpolation=case.interpolation, compile=integration.compile)
+        return simulate(case.plant, t, case.u, case.q_start, None, pd=case.loop,
+                        options=integration.options(case.interpolation))
     except VerificationError as err:
         raise VerificationError(f"verification case {name!r}: {err}") from None
 
@@ -128,9 +132,9 @@ def simulate_cases(cases: dict[str, Case], t, rtol, compile: bool = True, progre
     """``run_case`` for {name: case} on the grid t (every case with its start pose: ``Case.at_rest``), the
     integrations side by side (``ffopt.sim.plant.simulate_all``: one thread per core, the same numbers;
     ``progress``: its heartbeat); raises the first failure."""
-    requests = {name: dict(model=c.plant, t=t, u=c.u, q0=c.q_start, pd=c.loop, rtol=rtol, atol=rtol * 1e-2,
-                           interpolation=c.interpolation, compile=compile)
-                for name, c in cases.items()}
+    integration = Integration(rtol, compile=compile)
+    requests = {name: dict(model=c.plant, t=t, u=c.u, q0=c.q_start, pd=c.loop,
+                           options=integration.options(c.interpolation)) for name, c in cases.items()}
     sims = simulate_all(requests, progress=progress)
     for name, sim in sims.items():
         if isinstance(sim, VerificationError):

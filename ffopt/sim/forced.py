@@ -16,7 +16,7 @@ from scipy.integrate import cumulative_simpson
 
 from ffopt.models.flexible import FlexibleModel
 from ffopt.sim.baselines import rigid_chain
-from ffopt.sim.plant import SimResult, simulate
+from ffopt.sim.plant import SimResult, SimulationOptions, simulate
 
 
 def rigid_model_torques(model: FlexibleModel, q: np.ndarray, dq: np.ndarray, ddq: np.ndarray) -> np.ndarray:
@@ -53,7 +53,7 @@ def simulate_rigid_torques(model: FlexibleModel, t, q, dq, ddq, rtol: float = 1e
         q0 = np.zeros(model.layout.nq)
         q0[list(model.layout.actuated)] = q[0]
         q0[model.layout.motor_of_input] = q[0]
-    sim = simulate(model, t, u, q0, rtol=rtol, atol=rtol * 1e-2, interpolation="cubic")
+    sim = simulate(model, t, u, q0, options=SimulationOptions(rtol=rtol, atol=rtol * 1e-2, interpolation="cubic"))
     return ForcedRun(u, sim)
 
 

@@ -7,12 +7,12 @@ tolerances) through ``casadi.integrator`` in ONE call for the whole output grid.
 
 Inputs between grid points
 --------------------------
-The feed-forward torque u_ff (n, N) given on the grid t (n,) is interpolated piecewise
-polynomially, ``interpolation="linear"`` (default: what a controller that interpolates the torque
-table linearly applies) or ``"cubic"`` (SciPy's not-a-knot cubic spline through the same samples:
-the best reconstruction of a smooth plan, error O(h^4) instead of O(h^2)) or ``"zoh"`` (zero-order
-hold: row k applied from t_k up to t_k+1, what a controller with a sample-and-hold output applies;
-the feedback references then stay linear). This is done exactly,
+The feed-forward torque u_ff (n, N) given on the grid t (n,) is interpolated piecewise polynomially
+(``SimulationOptions.interpolation``), ``"linear"`` (default: what a controller that interpolates
+the torque table linearly applies) or ``"cubic"`` (SciPy's not-a-knot cubic spline through the same
+samples: the best reconstruction of a smooth plan, error O(h^4) instead of O(h^2)) or ``"zoh"``
+(zero-order hold: row k applied from t_k up to t_k+1, what a controller with a sample-and-hold
+output applies; the feedback references then stay linear). This is done exactly,
 not by an approximation inside the integrator: on interval k, [t_k, t_k+1], the integrator
 receives the local polynomial coefficients as piecewise-constant controls (CasADi's control input
 ``u`` holds one column per output interval) and evaluates
@@ -65,7 +65,7 @@ from ffopt.models.flexible import FlexibleModel
 from ffopt.progress import HEARTBEAT_S as PROGRESS_EVERY_S
 from ffopt.progress import heartbeat
 
-__all__ = ["MotorPD", "SimResult", "StateFeedback", "pd_gains", "simulate", "simulate_all"]
+__all__ = ["MotorPD", "SimResult", "SimulationOptions", "StateFeedback", "pd_gains", "simulate", "simulate_all"]
 
 
 @dataclass
@@ -496,22 +496,30 @@ def _plant_so(key: str) -> Path:
     return cache_dir() / f"plant_{key[:32]}.so"
 
 
-def simulate(model: FlexibleModel, t, u, q0, v0=None, pd: MotorPD | StateFeedback | None = None,
-             rtol: float = 1e-9, atol: float = 1e-11, interpolation: str = "linear", z0=None,
-             compile: bool = True) -> SimResult:
+@dataclass(frozen=True)
+class SimulationOptions:
+    """How ``simulate`` integrates: CVODES's tolerances (relative, absolute on x = [q; v] in rad and rad/s); how u
+    and the references are applied between grid points, "linear", "cubic" (spline) or "zoh" (u held over each
+    interval; the references stay linear); compile: the plant's right-hand side and Jacobian as compiled C (cached
+    on disk; the same numbers as CasADi's virtual machine, which runs without a C compiler)."""
+
+    rtol: float = 1e-9
+    atol: float = 1e-11
+    interpolation: str = "linear"
+    compile: bool = True
+
+
+def simulate(model: FlexibleModel, t, u, q0, v0=None, pd: MotorPD | StateFeedback | None = None, z0=None,
+             options: SimulationOptions = SimulationOptions()) -> SimResult:
     """Simulate the plant on the grid t (n,) driven by u (n, N) given on that grid.
 
-    q0, v0: initial coordinates and velocities (nq,), v0 = 0 by default (at rest). z0: initial drive
-    states (armature currents), by default their steady state under the input at t[0]. pd: optional
+    q0, v0: initial coordinates and velocities (nq,), v0 = 0 by default (at rest). pd: optional
     feedback loop, a motor-side PD (``MotorPD``) or any linear state feedback on [q; v]
-    (``StateFeedback``). interpolation: how u and the references are applied
-    between grid points, "linear", "cubic" (spline) or "zoh" (u held over
-    each interval; the references stay linear). Tolerances are those of CVODES (relative,
-    absolute on x = [q; v] in rad and rad/s). compile: the plant's right-hand side and Jacobian as
-    compiled C (cached on disk; the same numbers as CasADi's virtual machine, which runs without a C
-    compiler). Raises VerificationError if the integration fails.
+    (``StateFeedback``). z0: initial drive states (armature currents), by default their steady state
+    under the input at t[0]. options: tolerances, interpolation and compiled plant (``SimulationOptions``).
+    Raises VerificationError if the integration fails.
     """
-    run = _prepare(model, t, u, q0, v0, pd, rtol, atol, interpolation, z0, compile)
+    run = _prepare(model, t, u, q0, v0, pd, z0, options)
     return _finish(run, *_integrate(run))
 
 
@@ -616,9 +624,9 @@ class _Run:
     method: str = "bdf"  # CVODES's: "bdf" or "adams" (integration_method)
 
 
-def _prepare(model: FlexibleModel, t, u, q0, v0=None, pd: MotorPD | StateFeedback | None = None,
-             rtol: float = 1e-9, atol: float = 1e-11, interpolation: str = "linear", z0=None,
-             compile: bool = True) -> _Run:
+def _prepare(model: FlexibleModel, t, u, q0, v0=None, pd: MotorPD | StateFeedback | None = None, z0=None,
+             options: SimulationOptions = SimulationOptions()) -> _Run:
+    rtol, atol, interpolation, compile = options.rtol, options.atol, options.interpolation, options.compile
     L = model.layout
     nq, N = L.nq, L.n_u
     t = np.asarray(t, float).ravel()

@@ -133,18 +133,17 @@ def case_table(cases) -> list[str]:
 
 
 def verify(model: FlexibleModel, reference, traj, settings: VerificationSettings | None = None,
-           guess=None, cases: str | None = None, hold: str | None = None, progress=None, compile: bool = True
-           ) -> VerificationReport:
-    """Simulate the plant with the plan's torques (and, for ``cases="full"``, the baselines and the
+           guess=None, hold: str | None = None, progress=None, compile: bool = True) -> VerificationReport:
+    """Simulate the plant with the plan's torques (and, for ``settings.cases`` "full", the baselines and the
     payload mismatch) and go on after the table for the settle window with the controller holding the
     final pose (``ffopt.sim.settle``); tool errors in mm, and the verdict against the tolerance.
-    ``cases``: "default" or "full" (None: settings.cases). ``hold``: how the plan's input is applied
-    between its rows, "linear" or "zoh" (None: the plan's own ``traj.stats["hold"]``, else linear), the
-    hold the plan was made for ([output] hold). progress: called with a line per simulation. compile: the
-    plant as compiled C (``ffopt.sim.plant.compiled_plant``; the same numbers, 4-6x faster)."""
+    ``hold``: how the plan's input is applied between its rows, "linear" or "zoh" (None: the plan's own
+    ``traj.stats["hold"]``, else linear), the hold the plan was made for ([output] hold). progress: called
+    with a line per simulation. compile: the plant as compiled C (``ffopt.sim.plant.compiled_plant``; the
+    same numbers, 4-6x faster)."""
     say = progress or (lambda msg: None)
     settings = settings or VerificationSettings()
-    case_set = settings.cases if cases is None else cases
+    case_set = settings.cases
     if case_set not in CASE_SETS:
         raise VerificationError(f"verification cases must be one of {', '.join(CASE_SETS)}, got {case_set!r}")
     hold = hold or traj.stats.get("hold") or "linear"

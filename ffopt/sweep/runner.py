@@ -189,6 +189,16 @@ def _forkserver_ignoring_sigint() -> None:
 # --- the client -------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class _Workers:
+    """Where the runs go: ``count`` local worker processes (None: one per core, at most one per run) or the
+    workers of the Dask ``scheduler`` at that address; each calls ``task`` with a run."""
+
+    count: int | None
+    scheduler: str | None
+    task: object
+
+
 def run_sweep(sweep: Sweep | str | Path, out: str | Path, workers: int | None = None, scheduler: str | None = None,
               retry_failed: bool = False, force: bool = False, progress=None, task=run_task) -> SweepReport:
     """Run the sweep's missing runs (and, with ``retry_failed``, its failed ones) into folder ``out``.
@@ -212,7 +222,7 @@ def run_sweep(sweep: Sweep | str | Path, out: str | Path, workers: int | None = 
     table = _TableRefresh(lambda: store.write_table(out, sweep.text, ids))
     try:
         if todo:
-            _run(sweep, todo, out, workers, scheduler, task, report, say, table)
+            _run(sweep, todo, out, _Workers(workers, scheduler, task), report, say, table)
     finally:  # also on Ctrl-C, SIGTERM or SIGHUP: the table of what finished
         table.write()
     return report
@@ -252,11 +262,12 @@ def estimated_run_s(problem) -> float:
     return RUN_OVERHEAD_S + slower * S_PER_ROW_COORDINATE * row_coordinates
 
 
-def _run(sweep, todo, out, workers, scheduler, task, report, say, table) -> None:
+def _run(sweep, todo, out, workers: _Workers, report, say, table) -> None:
     from distributed import as_completed
 
     tic = time.perf_counter()
-    n = workers or min(os.cpu_count() or 1, len(todo))
+    scheduler = workers.scheduler
+    n = workers.count or min(os.cpu_count() or 1, len(todo))
     say(f"{len(todo)} runs to do ({report.skipped_ok} finished before, {report.skipped_failed} failed before"
         f"{' and not retried: --retry-failed reruns them' if report.skipped_failed else ''}), roughly "
         f"{_duration(estimated_run_s(todo[0].problem) * len(todo) / n)} on {n} worker{'s' if n > 1 else ''} (from the "
@@ -266,8 +277,8 @@ def _run(sweep, todo, out, workers, scheduler, task, report, say, table) -> None
         report.workers = len(client.scheduler_info(n_workers=-1)["workers"])
         report.startup_s = time.perf_counter() - tic
         progress = _Progress(len(todo), say)
-        futures = {client.submit(task, _task(sweep, run), key=f"ffopt-run-{run.run_id}-{uuid.uuid4().hex[:8]}",
-                                 pure=False): run for run in todo}
+        futures = {client.submit(workers.task, _task(sweep, run),
+                                 key=f"ffopt-run-{run.run_id}-{uuid.uuid4().hex[:8]}", pure=False): run for run in todo}
         t0 = time.perf_counter()
         with heartbeat(say, lambda elapsed: progress.line()):  # runs longer than the progress interval
             for future in as_completed(futures):

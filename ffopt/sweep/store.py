@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 
 from ffopt import interrupt
 from ffopt.errors import OutputError
-from ffopt.io.results import _read_marker, check_output_folder, write_result_folder
+from ffopt.io.results import check_output_folder, read_marker, write_result_folder
 
 TABLE = "results.parquet"
 SWEEP_FILE = "sweep.toml"
@@ -39,7 +39,7 @@ def check_sweep_folder(out: Path, force: bool = False) -> None:
     """The sweep folder must be new, empty, a sweep folder ffopt wrote, or (``force``) a folder without
     rows/ and runs/ of the user's; its own files are checked as ``ffopt plan`` checks them."""
     check_output_folder(out, [TABLE, SWEEP_FILE], force, "sweep")  # also refuses a plan's folder
-    if out.is_dir() and _read_marker(out) is None:
+    if out.is_dir() and read_marker(out) is None:
         for d in (ROWS, RUNS):
             if (out / d).exists() or (out / d).is_symlink():
                 raise OutputError(f"{out / d}: exists and was not written by ffopt; ffopt never replaces your "

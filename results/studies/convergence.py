@@ -89,7 +89,7 @@ def link_case(law, damping):
 def solve_link(link, model, ref, form, order, h, newton_tol=None):
     guess = np.array([link.q_start])
     if form == "DD":
-        return solve_inverse_variant(model, ref, "DD", order, h, guess, engine="vm")
+        return solve_inverse_variant(model, ref, "DD", BdfSettings(order, h), guess, engine="vm")
     if newton_tol is None:
         return solve_inverse_bdf(model, ref, BdfSettings(order=order, step=h, form=form), qa_guess=guess, compile=False)
     return solve_with_newton_tol(model, ref, order, h, form, guess, newton_tol)

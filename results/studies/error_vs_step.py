@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from ffopt.errors import SolverError
+from ffopt.settings.bdf import BdfSettings
 from ffopt.io.problem import load_problem
 from ffopt.replication.moberg_hanssen import solve_inverse_variant
 
@@ -31,7 +32,8 @@ def errors(p, variant, order, steps, u_ref, h_ref):
     for h in steps:
         stride = int(round(h / h_ref))
         try:
-            tr = solve_inverse_variant(p.model, p.reference, variant, order, h, p.reference_spec.joint_guess)
+            tr = solve_inverse_variant(p.model, p.reference, variant, BdfSettings(order, h),
+                                       p.reference_spec.joint_guess)
             out.append(float(np.abs(tr.u - u_ref[::stride]).max() / np.abs(u_ref).max()))
         except SolverError:
             out.append(np.nan)
@@ -59,7 +61,7 @@ def main():
     for label, file, variants, steps in CASES:
         p = load_problem(ROOT / "problems" / file)
         h_ref = steps[-1] / REF_DIVISOR
-        u_ref = solve_inverse_variant(p.model, p.reference, "DD", 6, h_ref, p.reference_spec.joint_guess).u
+        u_ref = solve_inverse_variant(p.model, p.reference, "DD", BdfSettings(6, h_ref), p.reference_spec.joint_guess).u
         for v in variants:
             errs = {k: errors(p, v, k, steps, u_ref, h_ref) for k in range(1, 7)}
             lines += table(label, v, errs, steps)

@@ -34,7 +34,7 @@ from scipy.interpolate import CubicSpline
 from ffopt.models.equilibrium import static_equilibrium
 from ffopt.dae.inverse import BdfSettings, solve_inverse_bdf
 from ffopt.io.problem import load_problem
-from ffopt.sim.plant import simulate
+from ffopt.sim.plant import SimulationOptions, simulate
 
 ROOT = Path(__file__).resolve().parents[2]
 FINE = 1e-4  # simulation input/output grid (u linear in between: error O(FINE^2))
@@ -47,7 +47,7 @@ def plan(problem, variant: str, order: int, h: float):
         return solve_inverse_bdf(p.model, p.reference, BdfSettings(order=order, step=h, form="I1"), qa_guess=g)
     from ffopt.replication.moberg_hanssen import solve_inverse_variant
 
-    return solve_inverse_variant(p.model, p.reference, variant, order, h, g)
+    return solve_inverse_variant(p.model, p.reference, variant, BdfSettings(order, h), g)
 
 
 def simulate_plan(problem, traj):
@@ -57,7 +57,7 @@ def simulate_plan(problem, traj):
     u = CubicSpline(traj.t, traj.u, axis=0)(t)
     q0 = static_equilibrium(p.model, np.asarray(p.reference.evaluate(np.array([0.0]))).ravel(),
                             p.reference_spec.joint_guess)
-    sim = simulate(p.model, t, u, q0, rtol=1e-10, atol=1e-12)
+    sim = simulate(p.model, t, u, q0, options=SimulationOptions(rtol=1e-10, atol=1e-12))
     return t, sim
 
 

@@ -69,12 +69,12 @@ def solves(model, p) -> dict:
     g = p.reference_spec.joint_guess
     out = {}
     try:
-        u_ref = solve_inverse_variant(model, p.reference, "DD", 6, H_REF, g).u
+        u_ref = solve_inverse_variant(model, p.reference, "DD", BdfSettings(6, H_REF), g).u
     except FfoptError as err:
         return {"reference": f"failed ({str(err)[:60]})"}
     for form in FORMS:
         try:
-            tr = (solve_inverse_variant(model, p.reference, "DD", 6, H, g) if form == "DD"
+            tr = (solve_inverse_variant(model, p.reference, "DD", BdfSettings(6, H), g) if form == "DD"
                   else solve_inverse_bdf(model, p.reference, BdfSettings(order=6, step=H, form=form), qa_guess=g))
             out[form] = float(np.abs(tr.u - u_ref[::8]).max() / np.abs(u_ref).max())
         except FfoptError:

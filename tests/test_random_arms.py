@@ -285,20 +285,12 @@ def test_minimum_time_on_random_arms(n, kinds, seed, k, phase):
     _check_minimum_time(_drawn(n, kinds, seed)[k])
 
 
-# Known failures of the slow draw (measured 2026-11-28; 27 of 30 pass, one skipped for its singular inverse): two
-# non-minimum-phase arms with a passive joint, whose minimum-time moves are judged by their unbounded exact NLP plans.
-# arm10: the move found (0.712 s, 0.995 of the bound on the table) is then planned with the bound, where the exact NLP
-# fails between the table's rows and its penalty fallback misses the tolerance (0.280 against 0.267 mm; the unbounded
-# plan of the same move: 0.0001 mm). arm14: the ratio of those plans does not fall monotonically with the duration and
-# the search ends at 6.8 s, beyond the twice-longer move whose peak set the bound.
-MIN_TIME_XFAIL = {10: "the bounded NLP of the move found misses where the unbounded one the search judged does not",
-                  14: "the NLP route's ratio is not monotone in the duration: the search overshoots"}
-
-
+# The slow draw's minimum-time runs: 29 of 30 pass, one skipped for its singular inverse (measured 2026-12-07). The two
+# non-minimum-phase arms with a passive joint that failed on 2026-11-28 (arm10: the bounded NLP of the move found
+# missed the tolerance, 0.280 against 0.267 mm; arm14: the NLP route's ratio was not monotone in the duration) pass
+# since the non-causal NLP starts from the rigid model's feedforward and solves in a few iterations.
 @pytest.mark.slow
-@pytest.mark.parametrize("k", [pytest.param(k, marks=[pytest.mark.xfail(strict=True, reason=MIN_TIME_XFAIL[k])]
-                                            if k in MIN_TIME_XFAIL else []) for k in range(30)],
-                         ids=lambda k: f"arm{k:02d}")
+@pytest.mark.parametrize("k", range(30), ids=lambda k: f"arm{k:02d}")
 def test_minimum_time_on_many_random_arms(k):
     arm = _drawn(30, KINDS, SEED)[k]
     if _no_exact_inverse(ffopt.plan(problem_of(arm), verify=False)):

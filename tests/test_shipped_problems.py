@@ -36,7 +36,7 @@ DEFAULT = {
     "arm3d_bearing": (0.00908, "verified"),
     "arm3d_joint_ptp": (0.00132, "verified"),
     "arm6_orientation": (0.000932, "verified"),
-    "arm6_passive_forearm": (0.01205, "verified"),  # measured 2026-11-28 by ffopt plan: the non-causal NLP (auto)
+    "arm6_passive_forearm": (0.000642, "verified"),  # 2026-12-07 by ffopt plan: the non-causal NLP from the rigid start
     "canadarm_tool_path": (0.0513, "verified"),
     "e12_held": (2.13e-05, "verified"),
     "e12_line": (0.030, "verified"),

@@ -1,5 +1,5 @@
 """No stage of a first plan is silent for more than 2 s: the progress stamps of `ffopt plan` on a URDF arm with an
-empty cache (every C function compiled, every zero analysis computed), read line by line from the CLI's output.
+empty cache (every C function compiled, every zero analysis computed), read line by line from the CLI's progress output (stderr).
 
 Slow (each plan compiles its models: ~1 minute): run with -m slow. The limit is 2 s scaled by the machine's load
 (1-minute load average over the cores, at least 1): on a machine running more jobs than cores every stage takes
@@ -28,7 +28,7 @@ def progress_stamps(problem: Path, out: Path, cache: Path) -> list[tuple[float, 
     run = subprocess.run([sys.executable, "-c", command, "plan", str(problem), "--out", str(out)], env=env,
                          capture_output=True, text=True, timeout=900)
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
-    return [(float(m.group(1)), m.group(2)) for m in map(STAMP.match, run.stdout.splitlines()) if m]
+    return [(float(m.group(1)), m.group(2)) for m in map(STAMP.match, run.stderr.splitlines()) if m]  # on stderr
 
 
 def longest_silence(stamps: list[tuple[float, str]]) -> tuple[float, str]:

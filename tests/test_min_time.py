@@ -219,3 +219,17 @@ def test_a_urdf_arms_limits_are_its_effort_and_velocity_limits():
     effort = {j.name: j.effort for j in problem.urdf.joints}
     assert limits.torque_max.tolist() == [effort[problem.chain.joints[i].name] for i in problem.model.layout.actuated]
     assert np.all(np.isfinite(limits.link_speed_max))
+
+
+def test_without_toppra_the_search_says_it_has_no_lower_bound(monkeypatch):
+    """The rigid lower bound is an optional extra (.[peers]): without it the console and the record say so."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "toppra", None)  # import toppra raises ImportError
+    lines = []
+    found = minimum_time(problem_from_dict(one_link()), n_shape=4, progress=lines.append)
+    assert found.lower_bound_s is None and found.gap is None
+    assert found.lower_bound_method == "no lower bound: toppra is not installed (pip install 'ffopt[peers]')"
+    assert any("no lower bound: toppra is not installed" in line for line in lines)
+    unasked = minimum_time(problem_from_dict(one_link()), n_shape=4, lower_bound=False)
+    assert unasked.lower_bound_method is None  # not asked for: nothing to explain

@@ -178,7 +178,7 @@ def minimum_time(problem, limits: MotionLimits | None = None, duration_max: floa
     base_T = spec.duration  # with duration = "min": duration_max, the longest move searched
     T_max = duration_max if duration_max is not None else base_T if spec.minimum_time else 8.0 * base_T
     search = _DurationSearch(problem, limits, n_shape, say, planner)
-    T = min(T_max, 1.2 * bound[0]) if bound else base_T
+    T = min(T_max, 1.2 * bound[0]) if bound and bound[0] else base_T
     feasible, infeasible = None, None  # (T, p, c) at the shortest feasible / longest infeasible duration
     for _ in range(MAX_SEARCHES):
         p, c, rest = search.at(T)
@@ -325,16 +325,20 @@ def _next_duration(history: list[dict], feasible, infeasible, T_max: float) -> f
     return float(guess)
 
 
-def _rigid_lower_bound(problem, limits: MotionLimits, say) -> tuple[float, str] | None:
-    """TOPP-RA's time-optimal duration of the rigid robot along the path under the torque and link speed limits
-    (None without toppra or a torque limit)."""
+def _rigid_lower_bound(problem, limits: MotionLimits, say) -> tuple[float | None, str]:
+    """TOPP-RA's time-optimal duration of the rigid robot along the path under the torque and link speed limits,
+    and what it is; (None, why not) without toppra or a torque limit, said on the console too."""
     try:
         from ffopt.motion.peers import PathSamples, topp_ra_law  # toppra is an optional extra (.[peers])
         import toppra  # noqa: F401
     except ImportError:
-        return None
+        why = "no lower bound: toppra is not installed (pip install 'ffopt[peers]')"
+        say(f"minimum time: {why}")
+        return None, why
     if limits.torque_max is None:
-        return None
+        why = "no lower bound: TOPP-RA's rigid bound needs a torque limit"
+        say(f"minimum time: {why}")
+        return None, why
     say("minimum time: the rigid robot's time-optimal move (TOPP-RA) as a lower bound")
     path = PathSamples.of(problem)
     speed = None if limits.link_speed_max is None else limits.link_speed_max[path.actuated]
@@ -354,8 +358,9 @@ def minimum_time_record(found: MinimumTime, traj, problem) -> dict:
 
 def minimum_time_text(record: dict) -> str:
     """One console line: the duration found, the lower bound and the gap, the active limits."""
-    bound = record.get("lower_bound_s")
-    gap = "" if bound is None else f" ({record['duration_over_lower_bound']:.2f}x TOPP-RA's rigid {bound:.4g} s)"
+    bound, method = record.get("lower_bound_s"), record.get("lower_bound_method")
+    gap = f" ({record['duration_over_lower_bound']:.2f}x TOPP-RA's rigid {bound:.4g} s)" if bound is not None \
+        else f" ({method})" if method else ""
     active = ", ".join(sorted({f"{a['limit']} {a['joint']}" for a in record.get("active_limits", [])})) or "none"
     return (f"minimum time: {record['duration_s']:.4g} s{gap}, {len(record['searches'])} searches; "
             f"active limits: {active}")

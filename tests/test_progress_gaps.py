@@ -1,7 +1,9 @@
 """No stage of a first plan is silent for more than 2 s: the progress stamps of `ffopt plan` on a URDF arm with an
-empty cache (every C function compiled, every zero analysis computed), read line by line from the CLI's progress output (stderr).
+empty cache (the zero analysis computed, the plant compiled for the simulations, the BDF step run in CasADi's
+virtual machine while gcc builds it in the background), read line by line from the CLI's progress output (stderr).
 
-Slow (each plan compiles its models: ~1 minute): run with -m slow. The limit is 2 s scaled by the machine's load
+Marked slow because it judges wall time (3-6 s a plan; measured 2026-12-07 at load 1.3: longest gaps 0.98 s for the
+UR5, 1.55 s for the Panda), which a shared machine can stretch: run with -m slow. The limit is 2 s scaled by the load
 (1-minute load average over the cores, at least 1): on a machine running more jobs than cores every stage takes
 longer by about that factor, and the heartbeats of the long stages (1.5 s apart) still keep the gaps short.
 """

@@ -196,8 +196,9 @@ NLP_SCHEMA = {
                      doc="the NLP's interval and point derivatives as C compiled once (gcc -O0) into the cache "
                          "folder; false: CasADi's virtual machine (same numbers, slower)"),
     "warm_start": Field("str", default="bdf", choices=nlp_settings.WARM_STARTS,
-                        doc="start point: the BDF solution (bdf), the rigid model's feedforward (rigid: stiff gears, passive "
-                            "joints locked; method auto's choice for a non-minimum-phase arm) or rest (none) (CLI: --warm-start)"),
+                        doc="start point: the BDF solution (bdf; where there is none, a non-causal NLP starts as with rigid), the "
+                            "rigid model's feedforward (rigid: stiff gears, passive joints locked; method auto's choice for a "
+                            "non-minimum-phase arm) or rest (none) (CLI: --warm-start)"),
     "tol": Field("float", default=1e-8, check=positive,
                  doc="IPOPT's convergence tolerance tol (constraint violation: 1e-3 tol)"),
     "max_iter": Field("int", default=nlp_settings.MAX_ITER, check=lambda n: None if n > 0 else f"must be > 0, got {n}",

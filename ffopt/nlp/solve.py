@@ -534,8 +534,11 @@ def plan_nlp(problem, progress=None) -> Trajectory:
     warm = None
     bounded = settings.torque_max is not None or settings.torque_rate_max is not None
     order = info.get("warm_start_order", WARM_START_ORDER)
+    # without a BDF solution a non-causal NLP starts from the rigid model's feedforward (ffopt.auto_method, item 3)
+    instead = "rigid" if settings.strategy == "noncausal" else "none"
+    start_text = "the start: the rigid model's feedforward" if instead == "rigid" else "cold start from rest"
     if (settings.warm_start == "bdf" or bounded) and order is None:
-        say(f"no BDF solution: {info['warm_start_order_reason']}; cold start from rest")
+        say(f"no BDF solution: {info['warm_start_order_reason']}; {start_text}")
         info["bdf_status"] = f"not run: {info['warm_start_order_reason']}"
     elif settings.warm_start == "bdf" or bounded:  # with bounds: also what exact tracking needs
         purpose = "warm start" if settings.warm_start == "bdf" else "what exact tracking needs (bound check)"
@@ -544,7 +547,9 @@ def plan_nlp(problem, progress=None) -> Trajectory:
         warm, winfo = warm_start_trajectory(model, reference, guess, problem.solver.step, order=order)
         info.update(winfo)
         if warm is None and settings.warm_start == "bdf":
-            say(f"BDF solution not usable ({winfo['bdf_status']}): cold start from rest")
+            say(f"BDF solution not usable ({winfo['bdf_status']}): {start_text}")
+    if warm is None and settings.warm_start == "bdf":
+        settings = replace(settings, warm_start=instead)
     say(f"solving the NLP: {settings.scheme} degree {settings.degree}, h = {settings.step * 1e3:g} ms, "
         f"tracking {settings.tracking}, backend {settings.backend}; limits {settings.max_iter} iterations, "
         f"{settings.max_cpu_time_s:g} s of CPU (wall-time guard {settings.wall_time_limit_s:g} s)")

@@ -11,14 +11,16 @@ Along one path under one set of torque (and speed) limits, every plan is run on 
   generate shaped inputs, 1994) on the arm's lowest mode held by the PD at the path's end;
 - Ruckig (Berscheid & Kröger, jerk-limited real-time trajectory generation with arbitrary target states, RSS
   2021) on the path parameter, its acceleration and jerk limits scaled until the rigid torques meet the bounds;
-- ffopt's rest-to-rest plan of the problem's own duration, and ffopt's minimum-time plan
-  (``ffopt.motion.min_time``).
+- ffopt's rest-to-rest plan of the problem's own duration (not for a problem with duration = "min", which has
+  none), and ffopt's minimum-time plan (``ffopt.motion.min_time``).
 
 Columns: move time, settled cycle time (motion start until the tool stays within the tolerance), worst tool
 error during the move, residual after the table, peak torque over bound, the plan's CPU time (this process;
 the machine is shared, so wall time says more about the load than about the method).
 
-    python results/motion_design.py            # writes results/motion_design.md (E12, a few minutes)
+    python results/motion_design.py            # writes results/motion_design.md (E12, UR5, Panda, r3: minutes)
+    python results/motion_design.py r3         # only the problems whose file name contains a word: the
+                                               # tables on the console, results/motion_design.md not written
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 import ffopt
-from ffopt.motion.evaluate import MotorTable, run_table
+from ffopt.motion.evaluate import MotorTable, rigid_tool_path, run_table
 from ffopt.dae.equilibrium import static_equilibrium
 from ffopt.motion.min_time import MotionLimits, minimum_time
 from ffopt.motion.peers import PathLaw, PathSamples, rigid_motion, ruckig_within_bounds, topp_ra_law
@@ -75,7 +77,7 @@ def peer_row(problem, path, law, bounds, tol_mm, wall_s) -> dict:
     t = np.arange(len(t_motion) + n0 + n1) * H
     dqm = np.vstack([np.zeros((n0, motion.dqm.shape[1])), motion.dqm, np.zeros((n1, motion.dqm.shape[1]))])
     table = MotorTable(t, pad(motion.u_table), pad(motion.qm), dqm, pad(motion.y), spec.rest_before,
-                       spec.rest_before + law.duration)
+                       spec.rest_before + law.duration, pad(rigid_tool_path(problem.model, motion.q)))
     run = run_table(problem, table, tol_mm, settle_s=15.0, end_guess=path.statics[2][-1])
     return {**run.to_dict(), "peak_over_bound": (np.abs(motion.u_table).max(0) / bounds).tolist(), "wall_s": wall_s}
 
@@ -88,7 +90,9 @@ def ffopt_row(problem, bounds, tol_mm, wall_s) -> dict:
     planned = result.problem  # with the time law the plan moves by (rest to rest reshapes it)
     tr, spec = result.trajectory, planned.reference_spec
     y_ref = np.asarray(planned.reference.evaluate(tr.t))
-    table = MotorTable(tr.t, tr.u, tr.qm, tr.dqm, y_ref, spec.rest_before, spec.rest_before + spec.duration)
+    tool_path = planned.reference.tool_path  # a joint-space path: the rigid tool point along it
+    tool_ref = None if tool_path is None else np.asarray(tool_path.evaluate(tr.t))
+    table = MotorTable(tr.t, tr.u, tr.qm, tr.dqm, y_ref, spec.rest_before, spec.rest_before + spec.duration, tool_ref)
     run = run_table(problem, table, tol_mm, settle_s=15.0)
     return {**run.to_dict(), "peak_over_bound": (np.abs(tr.u).max(0) / bounds).tolist(), "wall_s": wall_s,
             "verdict": result.verification.verdict.status}
@@ -116,8 +120,9 @@ def study(problem, terms=(8, 16)) -> list[tuple[str, dict]]:
     ruck = ruckig_within_bounds(path, bounds, speed)
     rows.append(("Ruckig, jerk-limited, torques within the bounds",
                  peer_row(problem, path, ruck, bounds, tol, cpu_s() - tic)))
-    rows.append((f"ffopt rest to rest, the problem's {problem.reference_spec.duration:g} s",
-                 ffopt_row(problem, bounds, tol, 0.0)))
+    if not problem.reference_spec.minimum_time:  # duration = "min" (the r3): no duration of its own to plan at
+        rows.append((f"ffopt rest to rest, the problem's {problem.reference_spec.duration:g} s",
+                     ffopt_row(problem, bounds, tol, 0.0)))
     for n_shape in terms:
         tic = cpu_s()
         found = minimum_time(problem, n_shape=n_shape, lower_bound=False)
@@ -154,6 +159,8 @@ PROBLEMS = (  # (title, file, values set, shaping terms of the minimum-time sear
      (8, 16)),
     ("Panda along its line, the URDF's effort and velocity limits", "panda_line.toml", {"nlp.torque_max": "urdf"},
      (8, 16)),
+    ("Manutec r3 (Modelica Standard Library RobotR3 data), the library's PTP demo in joint space, RobotR3's motor "
+     "current and speed limits (manutec_r3_min_time.toml)", "manutec_r3_min_time.toml", {}, (8, 16)),
 )
 
 PROSE = """
@@ -165,7 +172,7 @@ PROSE = """
   a bounded torque needs a time law whose 4th derivative is bounded: the elastic arm's shortest exact-tracking
   move is strictly longer than the rigid bound, by more the softer the gears against the motor inertias (E12:
   motor inertia 100 kg m^2 behind 1e5 N m/rad). A target of 1.15x the rigid bound is not met: E12
-  {e12}, UR5 {ur5}, Panda {panda}.
+  {e12}, UR5 {ur5}, Panda {panda}, Manutec r3 {manutec}.
 - **The law family.** ffopt's laws are smooth polynomials (C^7 at the rests) with n free shaping terms, the
   least largest limit ratio found by a sequential LP; more terms come closer to the bang-bang shape (E12: see
   the rows with 8, 16, 24 terms; with 32 the LP did not converge within its 30 iterations and found 0.288 s).
@@ -205,7 +212,7 @@ def main() -> None:
         ratios[name.split("_")[0]] = f"{best / rows[0][1]['move_s']:.2f}x"
         lines += [*table(f"{title}, tolerance {tol:.3g} mm", rows, rows[0][1]["move_s"]), ""]
         print("\n".join(lines[-len(rows) - 5:]), flush=True)
-    lines.append(PROSE.format(**{k: ratios.get(k, "(not run)") for k in ("e12", "ur5", "panda")}))
+    lines.append(PROSE.format(**{k: ratios.get(k, "(not run)") for k in ("e12", "ur5", "panda", "manutec")}))
     lines[2] = lines[2].format(load=f"{load[0]:.2f}", end_load=f"{os.getloadavg()[0]:.2f}", cores=os.cpu_count(), secs=f"{time.perf_counter() - tic:.0f}")
     if not only:
         (ROOT / "results" / "motion_design.md").write_text("\n".join(lines) + "\n")

@@ -28,7 +28,8 @@ import pytest
 from ffopt.io.problem import load_problem
 
 ROOT = Path(__file__).resolve().parents[1]
-SAME_ROBOT = ["manutec_r3_benchmark.toml", "manutec_r3_ptp.toml", "manutec_r3_step.toml"]
+SAME_ROBOT = ["manutec_r3_benchmark.toml", "manutec_r3_ptp.toml", "manutec_r3_step.toml", "manutec_r3_min_time.toml"]
+MIN_TIME = "manutec_r3_min_time.toml"  # the same robot with the motors' limits (joints' speed_max_rad_s)
 NONLINEAR = "manutec_r3_nonlinear.toml"
 
 # ---- MSL's numbers, as its source writes them ---------------------------------------------------
@@ -87,6 +88,12 @@ MSL_AXES = [
 # FullRobot: refSpeedMax = {3,1.5,5,3.1,3.1,4.1}, refAccMax = {15,15,15,60,60,60}
 REF_SPEED_MAX = [3, 1.5, 5, 3.1, 3.1, 4.1]
 REF_ACC_MAX = [15, 15, 15, 60, 60, 60]
+# Utilities.Motor: parameter SI.Current i_max=9 "Maximum current of motor"; parameter SI.AngularVelocity
+# w_max=315 "Maximum speed of motor"; parameter Real k=1.1616 "Gain of motor" (emf(k=k): torque = k x current).
+# FullRobot passes neither i_max nor w_max; it sets k on axes 4-6 (axis4.k=0.2365, axis5.k=0.2608,
+# axis6.k=0.0842); axes 1-3 keep AxisType2's default k=1.1616.
+I_MAX, W_MAX = 9.0, 315.0
+MOTOR_K = [1.1616, 1.1616, 1.1616, 0.2365, 0.2608, 0.0842]
 # FullRobot: startAngle1..6 = -60, 20, 90, 0, -110, 0; endAngle1..6 = 60, -70, -35, 45, 110, 45 (deg)
 START_DEG = [-60, 20, 90, 0, -110, 0]
 END_DEG = [60, -70, -35, 45, 110, 45]
@@ -167,6 +174,7 @@ def test_r3_file_values_are_msl_robotr3(name):
             else:
                 assert j["stiffness_motor_side"] == ax["c"], where          # axis_k.c
                 extra = set()
+            extra |= {"speed_max_rad_s"} if name == MIN_TIME else set()
             assert set(j) == KEYS_TYPE1 - {other_inertia} | extra, where
             assert j["damping_motor_side"] == ax["cd"], where               # axis_k.cd = gear.d
             assert j["coulomb_friction_motor_side"] == ax["Rv0"], where     # bearingFriction tau_pos(0)
@@ -178,6 +186,7 @@ def test_r3_file_values_are_msl_robotr3(name):
             assert j["coulomb_friction"] == ax["Rv0"], where
             assert j["viscous_friction"] == ax["Rv1"], where
             extra = {"stribeck_friction", "stribeck_velocity"} if nonlinear else set()
+            extra |= {"speed_max_rad_s"} if name == MIN_TIME else set()
             assert set(j) == KEYS_TYPE2 - {other_inertia} | extra, where
             if nonlinear:   # MSL's breakaway torque peak x Rv0 as a Stribeck term of (peak - 1) x Rv0
                 assert j["stribeck_friction"] == pytest.approx((ax["peak"] - 1) * ax["Rv0"], rel=1e-12), where
@@ -221,3 +230,16 @@ def test_r3_ptp_motion_is_fullrobots():
     for name in ("manutec_r3_ptp.toml", "manutec_r3_benchmark.toml", NONLINEAR):
         ref = _raw(name)["reference"]
         assert ref["speed_max_rad_s"] == REF_SPEED_MAX and ref["acceleration_max_rad_s2"] == REF_ACC_MAX
+
+
+def test_r3_min_time_limits_are_msls_motor_limits():
+    """manutec_r3_min_time.toml: the torque bound is the arm-side torque at the motor's maximum current,
+    |ratio| x k x i_max, and the joint speed limit the motor's maximum speed on the link side, w_max / |ratio|;
+    the move is FullRobot's start and end angles."""
+    raw = _raw(MIN_TIME)
+    ratios = np.array([ax["ratio"] for ax in MSL_AXES], float)
+    np.testing.assert_allclose(raw["nlp"]["torque_max"], np.abs(ratios) * np.array(MOTOR_K) * I_MAX, rtol=1e-12)
+    np.testing.assert_allclose([j["speed_max_rad_s"] for j in raw["model"]["joints"]], W_MAX / np.abs(ratios),
+                               rtol=1e-12)
+    ref = raw["reference"]
+    assert ref["q_start_deg"] == START_DEG and ref["q_end_deg"] == END_DEG and ref["duration"] == "min"

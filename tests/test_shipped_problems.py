@@ -49,6 +49,7 @@ DEFAULT = {
     "e1_simplified": (0.0227, "verified"),
     "jankowski_2link": (0.000106, "verified"),
     "manutec_r3_benchmark": (0.00436, "verified"),
+    "manutec_r3_min_time": (0.00128, "verified"),  # 2026-12-07 by ffopt plan: the 1.675 s move found (28 s)
     "manutec_r3_nonlinear": (0.00649, "verified"),
     "manutec_r3_ptp": (0.00527, "verified"),
     "manutec_r3_step": (0.0338, "verified"),
@@ -77,6 +78,7 @@ NLP = {
     "e1_simplified": (0.0038, "verified"),
     "jankowski_2link": (1.58e-05, "verified"),
     "manutec_r3_benchmark": (0.000746, "verified"),
+    "manutec_r3_min_time": (0.000209, "verified"),  # 2026-12-07: the search (BDF), then the NLP at 1.675 s (90 s)
     "manutec_r3_nonlinear": (0.0045, "verified"),
     "manutec_r3_ptp": (0.00111, "verified"),
     "manutec_r3_step": (0.0106, "verified"),

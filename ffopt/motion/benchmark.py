@@ -5,7 +5,9 @@ TOPP-RA's rigid time-optimal move (the lower bound; Pham & Pham, IEEE T-RO 2018)
 the path parameter within the same torque bounds (Berscheid & Kröger, RSS 2021), and ffopt's minimum-time
 rest-to-rest move of the elastic arm with 8 and 16 shaping terms: duration, its ratio to TOPP-RA's, the largest
 limit ratio of the rigid (peers) or elastic (ffopt) torques, and CPU time (median of the repeats). How the arm moves
-with each (tool error, settled cycle): ``python results/motion_design.py``.
+with each (tool error, settled cycle): ``python results/motion_design.py``. The Manutec r3 under RobotR3's motor
+limits (``manutec_r3_min_time.toml``) is only there: its two searches take 74 and 141 s of CPU (2026-12-07), which
+at three repeats would more than double this table's run.
 """
 
 from __future__ import annotations

@@ -21,7 +21,8 @@ from ffopt.sim.settle import hold_pose, settle_duration, settle_grid, settled_cy
 
 @dataclass
 class TableRun:
-    """A table run on the elastic arm: errors in mm (outputs in m: their distance; angles ignored)."""
+    """A table run on the elastic arm: errors in mm (outputs in m: their distance, angles ignored; a joint-space
+    path: the tool point's distance from the rigid tool path)."""
 
     move_s: float  # the motion's duration (start to end of the path)
     max_mm: float  # largest tool error during the table, against the timed path
@@ -37,7 +38,9 @@ class TableRun:
 @dataclass(frozen=True)
 class MotorTable:
     """A table for the motors: t (s, from the table's first row); per input the torque u, the motor references qm
-    and their rates dqm; the outputs y_ref the path asks for on t; the motion's start and end (s)."""
+    and their rates dqm; the outputs y_ref the path asks for on t; the motion's start and end (s); for a path in
+    joint space (no output in m), tool_ref: the rigid tool point along it on t (``rigid_tool_path``), which the tool
+    is measured against, as the verification does."""
 
     t: np.ndarray
     u: np.ndarray
@@ -46,6 +49,15 @@ class MotorTable:
     y_ref: np.ndarray
     t_start: float
     t_motion_end: float
+    tool_ref: np.ndarray | None = None
+
+
+def rigid_tool_path(model, q_actuated) -> np.ndarray:
+    """The rigid robot's tool point (n, 3) at the actuated link angles q_actuated (n, inputs), passive joints at 0."""
+    from ffopt.reference.build import rigid_forward_kinematics
+
+    q = np.atleast_2d(np.asarray(q_actuated, float))
+    return np.array(rigid_forward_kinematics(model, "tool").map(len(q))(q.T)).T
 
 
 def run_table(problem, table: MotorTable, tol_mm: float, *, kp=None, kd=None, settle_s: float | None = None,
@@ -68,7 +80,16 @@ def run_table(problem, table: MotorTable, tol_mm: float, *, kp=None, kd=None, se
     options = SimulationOptions(rtol=rtol, atol=rtol * 1e-2)
     sim = simulate(model, t, u, q0, None, pd=MotorPD(kp, kd, qm, dqm), options=options)
     pos = [i for i, unit in enumerate(model.output_units) if unit == "m"]
-    e_move = 1000 * np.linalg.norm(sim.y[:, pos] - y_ref[:, pos], axis=1)
+    if not pos and table.tool_ref is None:
+        raise ValueError("run_table: the path is in joint space (no output in m): give the table's tool_ref (the "
+                         "rigid tool path, rigid_tool_path), else no tool error can be measured")
+
+    def tool_mm(y, tool, ref):  # outputs in m: their distance; a joint-space path: the tool point's
+        return 1000 * (np.linalg.norm(y[:, pos] - ref[0][..., pos], axis=1) if pos else
+                       np.linalg.norm(tool - ref[1], axis=1))
+
+    tool_ref = table.tool_ref
+    e_move = tool_mm(sim.y, sim.tool, (y_ref, tool_ref))
     q_end = static_equilibrium(model, y_ref[-1], q0[:n_link] if end_guess is None else end_guess,
                                where="the end of the path")
     hold = hold_pose(model, q_end)
@@ -78,8 +99,9 @@ def run_table(problem, table: MotorTable, tol_mm: float, *, kp=None, kd=None, se
     n = len(ts)
     after = simulate(model, ts, np.tile(hold.u, (n, 1)), sim.q[-1], sim.v[-1],
                      pd=MotorPD(kp, kd, np.tile(hold.qm, (n, 1)), np.zeros((n, len(hold.qm)))), options=options)
-    d_table = 1000 * np.linalg.norm(sim.y[:, pos] - y_ref[-1, pos], axis=1)
-    d_settle = 1000 * np.linalg.norm(after.y[:, pos] - y_ref[-1, pos], axis=1)
+    end = (y_ref[-1], None if tool_ref is None else tool_ref[-1])
+    d_table = tool_mm(sim.y, sim.tool, end)
+    d_settle = tool_mm(after.y, after.tool, end)
     cycle = settled_cycle_time(np.concatenate([t, ts[1:]]), np.concatenate([d_table, d_settle[1:]]) > tol_mm,
                                t_start, t_motion_end)
     return TableRun(t_motion_end - t_start, float(e_move.max()), float(d_settle.max()), cycle,

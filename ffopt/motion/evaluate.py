@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ffopt.models.equilibrium import static_equilibrium
+from ffopt.sim.cases import tool_errors
 from ffopt.sim.plant import MotorPD, SimulationOptions, simulate
 from ffopt.sim.settle import hold_pose, settle_duration, settle_grid, settled_cycle_time
 
@@ -79,17 +80,11 @@ def run_table(problem, table: MotorTable, tol_mm: float, *, kp=None, kd=None, se
         kp, kd = input_gains(model, *pd_gains(model, q0, settings.pd_bandwidth_hz, settings.pd_damping_ratio))
     options = SimulationOptions(rtol=rtol, atol=rtol * 1e-2)
     sim = simulate(model, t, u, q0, None, pd=MotorPD(kp, kd, qm, dqm), options=options)
-    pos = [i for i, unit in enumerate(model.output_units) if unit == "m"]
-    if not pos and table.tool_ref is None:
+    units, tool_ref = model.output_units, table.tool_ref
+    if "m" not in units and tool_ref is None:
         raise ValueError("run_table: the path is in joint space (no output in m): give the table's tool_ref (the "
                          "rigid tool path, rigid_tool_path), else no tool error can be measured")
-
-    def tool_mm(y, tool, ref):  # outputs in m: their distance; a joint-space path: the tool point's
-        return 1000 * (np.linalg.norm(y[:, pos] - ref[0][..., pos], axis=1) if pos else
-                       np.linalg.norm(tool - ref[1], axis=1))
-
-    tool_ref = table.tool_ref
-    e_move = tool_mm(sim.y, sim.tool, (y_ref, tool_ref))
+    e_move = tool_errors(sim, y_ref, tool_ref, units)[0]
     q_end = static_equilibrium(model, y_ref[-1], q0[:n_link] if end_guess is None else end_guess,
                                where="the end of the path")
     hold = hold_pose(model, q_end)
@@ -99,9 +94,9 @@ def run_table(problem, table: MotorTable, tol_mm: float, *, kp=None, kd=None, se
     n = len(ts)
     after = simulate(model, ts, np.tile(hold.u, (n, 1)), sim.q[-1], sim.v[-1],
                      pd=MotorPD(kp, kd, np.tile(hold.qm, (n, 1)), np.zeros((n, len(hold.qm)))), options=options)
-    end = (y_ref[-1], None if tool_ref is None else tool_ref[-1])
-    d_table = tool_mm(sim.y, sim.tool, end)
-    d_settle = tool_mm(after.y, after.tool, end)
+    end_tool = None if tool_ref is None else tool_ref[-1:]
+    d_table = tool_errors(sim, y_ref[-1:], end_tool, units)[0]
+    d_settle = tool_errors(after, y_ref[-1:], end_tool, units)[0]
     cycle = settled_cycle_time(np.concatenate([t, ts[1:]]), np.concatenate([d_table, d_settle[1:]]) > tol_mm,
                                t_start, t_motion_end)
     return TableRun(t_motion_end - t_start, float(e_move.max()), float(d_settle.max()), cycle,

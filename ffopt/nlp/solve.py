@@ -164,7 +164,7 @@ def rigid_start(model: FlexibleModel, reference, times, qa_guess) -> SimpleNames
     rigid = rigid_feedforward(model, reference, t, qa_guess)
     L, joints = model.layout, model.chain.joints
     gear = list(L.gear)
-    tau = rigid.u.copy()
+    tau = rigid.u
     inputs = [L.actuated.index(i) for i in gear]
     stiffness = np.array([joints[i].stiffness for i in gear])
     motor_inertia = np.array([joints[i].motor_inertia for i in gear])

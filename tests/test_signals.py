@@ -170,3 +170,19 @@ def test_ctrl_c_during_the_verification_prints_one_line():
         _, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert "failed: KeyboardInterrupt" not in err and err.strip().splitlines()[-1] == "ffopt: interrupted"
+
+
+def test_dask_logs_are_dropped_once_a_signal_stopped_the_sweep(monkeypatch):
+    """After a stop signal Dask's scheduler logs the ended workers' comms as errors with a traceback: not shown."""
+    import logging
+
+    from ffopt import interrupt
+    from ffopt.sweep import runner
+
+    record = logging.LogRecord("distributed.scheduler", logging.ERROR, __file__, 1, "comm closed", None, None)
+    with runner._quiet_once_stopped():
+        handlers = runner._handlers_of("distributed.scheduler")
+        assert handlers and all(h.filter(record) for h in handlers)  # running: Dask's errors are shown
+        monkeypatch.setattr(interrupt, "received", lambda: True)
+        assert not any(h.filter(record) for h in handlers)  # stopped: dropped wherever they would go
+    assert all(h.filter(record) for h in handlers)  # the filter goes with the sweep

@@ -291,8 +291,49 @@ def _run(sweep, todo, out, workers: _Workers, report, say, table) -> None:
         report.wall_s = time.perf_counter() - t0
 
 
+class _QuietOnceStopped(logging.Filter):
+    """Drops Dask's log records once a signal stopped the command (Ctrl-C, SIGTERM, SIGHUP): its scheduler then
+    logs the comms of the workers the signal ended as errors with a traceback (seen 1 in 5 times on SIGTERM to
+    the process group), which the user who stopped the sweep needs no account of."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not interrupt.received()
+
+
+def _handlers_of(name: str) -> list[logging.Handler]:
+    """Every handler a record of logger ``name`` reaches: its own and, while they propagate, its parents'
+    (Dask adds its own stderr handler to ``distributed`` only where the root logger has none)."""
+    found, logger = [], logging.getLogger(name)
+    while logger is not None:
+        found += logger.handlers
+        logger = logger.parent if logger.propagate else None
+    return found
+
+
+@contextmanager
+def _quiet_once_stopped():
+    """``_QuietOnceStopped`` on the handlers Dask's ``distributed`` records reach while the block runs."""
+    import distributed  # noqa: F401  (its import sets up the logger's handler)
+
+    handlers, quiet = _handlers_of("distributed"), _QuietOnceStopped()
+    for handler in handlers:
+        handler.addFilter(quiet)
+    try:
+        yield
+    finally:
+        for handler in handlers:
+            handler.removeFilter(quiet)
+
+
 @contextmanager
 def _client(n_workers: int, scheduler: str | None, say=None):
+    with _quiet_once_stopped():
+        with _dask_client(n_workers, scheduler, say) as client:
+            yield client
+
+
+@contextmanager
+def _dask_client(n_workers: int, scheduler: str | None, say=None):
     import dask
     from distributed import Client, LocalCluster
 

@@ -91,11 +91,12 @@ def model_summary(model, reference=None, guess=None, time_law=None) -> dict:
         if r is not None:
             text += f"; needs derivative {r} of the path (relative degree)"
             if time_law is not None:
-                from ffopt.reference.time_laws import TIME_LAWS
+                from ffopt.reference.time_laws import get_time_law
 
-                n = TIME_LAWS[time_law].n_zero_derivs
+                law = get_time_law(time_law)
+                n = law.n_zero_derivs
                 effect = "continuous" if n >= r else "jumps there" if n == r - 1 else "holds impulses there"
-                text += f"; time law {time_law} is C^{n} at the rests: the input {effect}"
+                text += f"; time law {law.name} is C^{n} at the rests: the input {effect}"
     out["input"] = text
     return out
 
@@ -120,7 +121,7 @@ def analyze_problem(problem, n_points: int = 41, frequency_points: int = 21) -> 
     gains = pd_gains(model, q0, ver.pd_bandwidth_hz, ver.pd_damping_ratio)
     return AnalysisReport(
         problem=problem.name,
-        model=model_summary(model, ref, guess, problem.reference_spec.time_law),
+        model=model_summary(model, ref, guess, problem.reference_spec.law),
         strangeness=strangeness_analysis(model, ref, "I3", guess),
         structural=_structural(model, ref, guess),
         frequencies=eigenfrequencies(model, ref, guess, frequency_points, pd_gains=gains),

@@ -44,6 +44,7 @@ from __future__ import annotations
 import difflib
 import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -60,11 +61,11 @@ from ffopt.reference.paths import (
 )
 from ffopt.reference.prefilter import DEFAULT_SETTLE_TOLERANCE, RAW_KINDS, Butterworth, ptp_profile, step_profile
 from ffopt.reference.shaping import SHAPERS
-from ffopt.reference.time_laws import TIME_LAWS, TimeLaw, shaped_time_law
+from ffopt.reference.time_laws import TIME_LAWS, SPLINE_DEGREE, SplineLaw, TimeLaw, shaped_time_law
 from ffopt.settings.reference import DURATION_FROM_LIMIT_KEYS
 
 KINDS = ("line", "polyline", "arc", "joint_ptp", "prefilter")
-TIME_LAW_KEYS = ("time_law", "time_law_shape", "shaper", "shaper_modes")  # not of a prefiltered move
+TIME_LAW_KEYS = ("time_law", "time_law_shape", "time_law_spline", "shaper", "shaper_modes")  # not of a prefiltered move
 # Default prefilter order: the smallest that gives a continuous motor torque, + PREFILTER_MARGIN.
 PREFILTER_MARGIN = 1
 # Orientation angles must stay this far from a branch cut (yaw, roll) or from gimbal lock (pitch).
@@ -73,9 +74,16 @@ DURATION_MAX_S = 10.0  # reference.duration = "min": the longest move searched u
 
 _COMMON = {
     "kind": Field("str", required=True, choices=KINDS, doc="the kind of path; each kind has its own keys"),
-    "time_law": Field("str", default="poly11", choices=tuple(TIME_LAWS),
+    "time_law": Field("str", default="poly11", choices=(*TIME_LAWS, "spline"),
                       doc="rest-to-rest time law s(tau) of every move: polynomials with 2 (quintic) to 9 (poly19) "
-                          "zero derivatives at the rests (poly11: 5), or cinf (all zero)"),
+                          "zero derivatives at the rests (poly11: 5), cinf (all zero), or spline (its acceleration "
+                          "a B-spline: time_law_spline; what a minimum-time search finds)"),
+    "time_law_spline": Field("floats", default=(),
+                             doc=f"with time_law = \"spline\": the coefficients a_j of the law's acceleration "
+                                 f"s''(tau) = sum_j a_j B_j(tau), B_j uniform B-splines of degree {SPLINE_DEGREE} on "
+                                 "[0, 1] (ffopt.reference.time_laws.SplineLaw); they must sum to 0 and bring s to 1 "
+                                 "(the law ends at rest), s must not run backwards; the law is C^8 at the rests. "
+                                 "Written by ffopt plan --min-time; default none"),
     "time_law_shape": Field("floats", default=(),
                             doc="shaping coefficients c_i added to the polynomial time_law: s = base + sum_i c_i "
                                 "phi_i, phi_i = (4 tau (1 - tau))^(n+1) P_(i-1)(2 tau - 1) (n zero derivatives of the "
@@ -244,10 +252,14 @@ class ReferenceSpec:
     time_law_shape: tuple[float, ...] = ()  # shaping coefficients added to the polynomial time_law
     shaper: tuple | None = None  # (kind, ((Hz, damping ratio), ...)): an input shaper convolved with the time law
     minimum_time: bool = False  # duration = "min": the duration is duration_max until ffopt.motion.min_time sets it
+    time_law_spline: tuple[float, ...] = ()  # time_law = "spline": its acceleration's B-spline coefficients
 
     @property
-    def law(self) -> TimeLaw:
-        """The time law the path moves by: ``time_law`` with the ``time_law_shape`` terms (if any)."""
+    def law(self) -> TimeLaw | SplineLaw:
+        """The time law the path moves by: ``time_law`` with the ``time_law_shape`` terms (if any), or the spline law
+        of ``time_law_spline``."""
+        if self.time_law == "spline":
+            return _spline_law(self.time_law_spline)
         return shaped_time_law(self.time_law, self.time_law_shape)
 
     @property
@@ -264,6 +276,11 @@ class ReferenceSpec:
     @property
     def end(self) -> np.ndarray | None:
         return self.params.get("end")
+
+
+@lru_cache(maxsize=32)
+def _spline_law(coefficients: tuple[float, ...]) -> SplineLaw:
+    return SplineLaw(coefficients)
 
 
 class _Outputs:
@@ -311,6 +328,17 @@ def parse_reference(v: Validator, raw: dict, outputs, chain: Chain) -> Reference
     out = _Outputs(outputs)
     law = TIME_LAWS.get(r.get("time_law"))
     shape = tuple(r.get("time_law_shape") or ())
+    spline = tuple(r.get("time_law_spline") or ())
+    if (r.get("time_law") == "spline") != bool(spline):
+        v.fail("reference.time_law_spline" if spline else "reference.time_law",
+               "time_law = \"spline\" and time_law_spline (its coefficients) go together")
+    if spline:
+        if shape:
+            v.fail("reference.time_law_shape", "shaping terms need a polynomial time law, not a spline")
+        try:
+            law = SplineLaw(spline)
+        except ProblemError as err:
+            v.fail("reference.time_law_spline", str(err).split(": ", 1)[1])
     if shape:
         try:
             shaped_time_law(law, shape)
@@ -330,7 +358,7 @@ def parse_reference(v: Validator, raw: dict, outputs, chain: Chain) -> Reference
         v.fail("reference.joint_guess", f"expected {chain.n_joints} link-side angles (one per joint, "
                f"{', '.join(j.name for j in chain.joints)}), got {len(guess)}")
     return ReferenceSpec(kind, duration, r.get("time_law", kind), r["rest_before"], r["rest_after"], guess, params,
-                         _angle_centres(v, out, params), shape, shaper, minimum_time)
+                         _angle_centres(v, out, params), shape, shaper, minimum_time, spline)
 
 
 def _minimum_time(v, raw: dict, schema: dict) -> tuple[dict, bool]:

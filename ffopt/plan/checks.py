@@ -92,9 +92,7 @@ def _check_time_law_smoothness(problem: Problem) -> None:
     if problem.model.drives is None:
         return
     from ffopt.analysis.linear import input_derivative_order
-    from ffopt.reference.time_laws import TIME_LAWS
-
-    law = TIME_LAWS[problem.reference_spec.time_law]
+    law = problem.reference_spec.law
     r = input_derivative_order(problem.model, problem.reference, problem.reference_spec.joint_guess)
     if r is not None and law.n_zero_derivs < r - 1:
         raise ProblemError(f"{problem.source}: reference.time_law: {problem.reference_spec.time_law!r} leaves derivative "

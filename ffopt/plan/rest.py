@@ -203,7 +203,7 @@ def unshapeable(problem: Problem, traj) -> str | None:
     from ffopt.reference.time_laws import TIME_LAWS, TimeLaw
 
     spec = problem.reference_spec
-    if not isinstance(TIME_LAWS.get(spec.time_law), TimeLaw):
+    if not isinstance(TIME_LAWS.get(spec.time_law), TimeLaw):  # cinf, spline
         return f"time law {spec.time_law!r} is not a polynomial: choose e.g. poly11 to let ffopt shape it for rest"
     if getattr(problem.reference, "prefilter", None):
         return "a prefiltered reference has no time law to shape"

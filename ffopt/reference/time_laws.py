@@ -66,6 +66,8 @@ from ffopt.errors import ProblemError
 __all__ = [
     "TimeLaw",
     "SmoothStepLaw",
+    "SplineLaw",
+    "SPLINE_DEGREE",
     "TIME_LAWS",
     "rest_to_rest_polynomial",
     "rest_to_rest_coefficients_exact",
@@ -439,6 +441,84 @@ def _smooth_step_derivative(c: float, order: int) -> ca.Function:
     return ca.Function(f"smooth_step_d{order}", [tau], [expr])
 
 
+SPLINE_DEGREE = 7  # of a SplineLaw's acceleration: the law is C^8 everywhere, across the rests too
+_SPLINE_END_TOL = 1e-9  # |s(1) - 1| and |s'(1)| of the coefficients as given (then projected to exactly 1, 0)
+
+
+class SplineLaw:
+    """A rest-to-rest law whose acceleration is a uniform B-spline: s''(tau) = sum_j a_j B_j(tau), B_j of degree
+    SPLINE_DEGREE (p) on the knots j / (n + p), j = -p .. n + 2p (n coefficients; B_j lives on [j, j + p + 1] / (n + p),
+    so together they span [0, 1] and vanish outside). s(0) = s'(0) = 0 by integration, and the law reaches s(1) = 1
+    at rest (s'(1) = 0) when sum_j a_j = 0 and sum_j a_j (1 - c_j) / (n + p) = n + p (c_j the centre of B_j): two
+    linear conditions the coefficients are projected onto (minimum-norm), after a check that they hold to 1e-9 as
+    given. s is C^(p + 1) everywhere, so n_zero_derivs = p + 1 at the rests. Local: a coefficient moves the law
+    within (p + 1) / (n + p) of its place, so it can approach a bang-bang acceleration (a time-optimal law
+    smoothed, ``ffopt.motion.min_time``), which a polynomial law of the same number of terms cannot."""
+
+    name = "spline"
+    n_zero_derivs = SPLINE_DEGREE + 1
+
+    def __init__(self, acceleration, field: str = "reference.time_law_spline", check: bool = True):
+        from scipy.interpolate import BSpline, PPoly
+
+        a = np.asarray(acceleration, float).ravel()
+        p = SPLINE_DEGREE
+        if a.size < 2 or not np.all(np.isfinite(a)):
+            raise ProblemError(f"{field}: expected at least 2 finite numbers (the law's acceleration coefficients)")
+        n = a.size
+        delta = 1.0 / (n + p)
+        centre = (np.arange(n) + (p + 1) / 2) * delta
+        A = np.vstack([np.full(n, delta), delta * (1.0 - centre)])
+        miss = A @ a - np.array([0.0, 1.0])
+        if check and np.abs(miss).max() > _SPLINE_END_TOL * max(1.0, np.abs(a).max() * delta):
+            raise ProblemError(f"{field}: the law does not end at rest at s = 1 (s'(1) = {miss[0]:.3g}, s(1) = "
+                               f"{1 + miss[1]:.6g}): its coefficients must sum to 0 and weigh to 1 (see SplineLaw)")
+        a = a - A.T @ np.linalg.solve(A @ A.T, miss)
+        self.acceleration = tuple(float(x) for x in a)
+        knots = delta * np.arange(-p, n + 2 * p + 1)
+        s = BSpline(knots, np.concatenate([np.zeros(p), a, np.zeros(p)]), p).antiderivative(2)
+        # local power form of each piece [x_i, x_i+1], highest power first: its Taylor coefficients at x_i (BSpline
+        # evaluates the piece to the right of a knot; FITPACK's PPoly.from_spline stops at degree 5)
+        self._x = delta * np.arange(n + p + 1)
+        self._x[-1] = 1.0  # (n + p) delta may round below 1
+        self._c = np.array([s(self._x[:-1], nu=k) / factorial(k) for k in range(p + 2, -1, -1)])
+        self._poly = PPoly(self._c, self._x, extrapolate=True)
+        if check:
+            rate = self._poly(np.linspace(0.0, 1.0, 20 * (n + p) + 1), 1)
+            if rate.min() < -1e-9 * np.abs(rate).max():
+                raise ProblemError(f"{field}: the law runs backwards (s' < 0 somewhere): not a motion along the path")
+
+    @property
+    def n_coefficients(self) -> int:
+        return len(self.acceleration)
+
+    def __call__(self, tau, order: int = 0) -> np.ndarray:
+        """d^order s / dtau^order with s = 0 for tau < 0 and s = 1 for tau > 1 (numpy)."""
+        tau = np.asarray(tau, dtype=float)
+        inside = (tau >= 0.0) & (tau <= 1.0)
+        values = self._poly(np.clip(tau, 0.0, 1.0), order) if order <= SPLINE_DEGREE + 2 else np.zeros(tau.shape)
+        out = np.where(inside, values, 0.0)
+        if order == 0:
+            out = np.where(tau >= 1.0, 1.0, out)
+        return out
+
+    def expression(self, tau):
+        """s(tau) for tau in [0, 1] as a CasADi expression: the piece that holds tau, in Horner form."""
+        expr = 0 * tau
+        last = self._c.shape[1] - 1
+        for i in range(self._c.shape[1]):
+            lo, hi = float(self._x[i]), float(self._x[i + 1])
+            local, piece = tau - lo, 0 * tau
+            for coefficient in self._c[:, i]:
+                piece = piece * local + float(coefficient)
+            where = tau >= lo if i == last else (tau >= lo) * (tau < hi)  # the last piece up to tau = 1 and on
+            expr = expr + ca.if_else(where, piece, 0.0)
+        return expr
+
+    def __repr__(self) -> str:
+        return f"SplineLaw({self.n_coefficients} acceleration coefficients, degree {SPLINE_DEGREE})"
+
+
 class _LawRegistry(Mapping):
     """Name -> time law, each built on first use: the exact rational solve of the degree-19 law
     alone takes ~20 ms, which every ``import ffopt`` paid when the registry was built eagerly."""
@@ -470,9 +550,9 @@ TIME_LAWS: Mapping[str, TimeLaw | SmoothStepLaw] = _LawRegistry({
 })
 
 
-def get_time_law(time_law, field: str = "reference.time_law") -> TimeLaw | SmoothStepLaw:
-    """A time law from its name (one of TIME_LAWS) or a TimeLaw / SmoothStepLaw instance."""
-    if isinstance(time_law, (TimeLaw, SmoothStepLaw)):
+def get_time_law(time_law, field: str = "reference.time_law") -> TimeLaw | SmoothStepLaw | SplineLaw:
+    """A time law from its name (one of TIME_LAWS) or a TimeLaw / SmoothStepLaw / SplineLaw instance."""
+    if isinstance(time_law, (TimeLaw, SmoothStepLaw, SplineLaw)):
         return time_law
     if isinstance(time_law, str) and time_law in TIME_LAWS:
         return TIME_LAWS[time_law]

@@ -182,6 +182,8 @@ def test_bench_motion_table_side_by_side():
     topp, ffopt_row = rows["TOPP-RA (rigid, lower bound)"], rows["ffopt minimum time, 8 terms"]
     assert ffopt_row[0] > topp[0] and ffopt_row[1] >= 1.0 and ffopt_row[2] <= 1.0
     assert rows["Ruckig within the bounds"][0] > topp[0]
+    default = rows["ffopt minimum time, default (poly11)"]  # E12's smoothed law does not rest: the polynomials'
+    assert default[0] > topp[0] and default[2] <= 1.0
 
 
 def test_a_bound_below_the_holding_torque_is_named_as_such():

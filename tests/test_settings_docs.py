@@ -56,7 +56,7 @@ def test_enumerations_are_the_codes_constants():
     assert tuple(problem_module.SOLVER_SCHEMA["method"].choices) == METHODS
     assert tuple(problem_module.NLP_SCHEMA["backend"].choices) == nlp_settings.BACKENDS
     assert tuple(reference_spec.SCHEMAS["line"]["shaper"].choices) == SHAPERS
-    assert set(reference_spec.SCHEMAS["line"]["time_law"].choices) == set(TIME_LAWS)
+    assert set(reference_spec.SCHEMAS["line"]["time_law"].choices) == set(TIME_LAWS) | {"spline"}  # + time_law_spline
 
 
 def test_backend_auto_is_documented_as_it_chooses(monkeypatch):

@@ -3,11 +3,13 @@
 Per problem (E12 under ``e12_torque_bounded.toml``'s bounds; with not quick also the UR5 under its URDF's limits):
 TOPP-RA's rigid time-optimal move (the lower bound; Pham & Pham, IEEE T-RO 2018), Ruckig's jerk-limited profile of
 the path parameter within the same torque bounds (Berscheid & Kröger, RSS 2021), and ffopt's minimum-time
-rest-to-rest move of the elastic arm with 8 and 16 shaping terms: duration, its ratio to TOPP-RA's, the largest
+rest-to-rest move of the elastic arm with 8 and 16 shaping terms and by default (TOPP-RA's law smoothed, a spline
+law, where the arm rests with it; the polynomial family's 8 terms where not, E12): duration, its ratio to TOPP-RA's, the largest
 limit ratio of the rigid (peers) or elastic (ffopt) torques, and CPU time (median of the repeats). How the arm moves
 with each (tool error, settled cycle): ``python results/motion_design.py``. The Manutec r3 under RobotR3's motor
-limits (``manutec_r3_min_time.toml``) is only there: its two searches take 74 and 141 s of CPU (2026-12-07), which
-at three repeats would more than double this table's run.
+limits (``manutec_r3_min_time.toml``) is only there: its two polynomial searches take 74 and 141 s of CPU
+(2026-12-07), which at three repeats would more than double this table's run. The default's CPU time includes
+TOPP-RA's.
 """
 
 from __future__ import annotations
@@ -46,6 +48,9 @@ def motion_table(repeats: int = 3, quick: bool = False, root: Path | None = None
                                      1 if n_shape > 8 else repeats)
             lines.append(_row(title, f"ffopt minimum time, {n_shape} terms", found.duration_s,
                               found.duration_s / topp.duration, found.peak_ratio, cpu))
+        cpu, found = _median_cpu(lambda: minimum_time(problem, limits), repeats)  # with TOPP-RA's law: smoothed
+        lines.append(_row(title, f"ffopt minimum time, default ({found.time_law})", found.duration_s,
+                          found.duration_s / topp.duration, found.peak_ratio, cpu))
     return "\n".join(lines)
 
 

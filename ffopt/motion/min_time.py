@@ -353,51 +353,50 @@ class _DurationSearch:
 
 def _smoothed_family(search: _DurationSearch, topp, T_max: float):
     """The shortest move of the smoothed time-optimal family (module docstring): ((problem, T, p, bracket, w),
-    None), or (None, why not). Kernel widths on a geometric grid of SMOOTHING_RANGE x TOPP-RA's duration, then
-    golden sections around the best; each width's duration by the secant, warm-started from the best stretch so far."""
+    None), or (None, why not). Kernel widths on a geometric grid over SMOOTHING_RANGE x TOPP-RA's duration, then
+    the log-midpoints between the best width and its neighbours, WIDTH_REFINEMENTS times; each width's duration by
+    the secant, started from the best stretch found so far."""
     if search.route != "bdf":
         return None, "the smoothed time-optimal family needs a BDF plan (this arm plans by the non-causal NLP)"
     T0, h = topp.duration, search.problem.solver.step
     lo = max(SMOOTHING_RANGE[0] * T0, (SPLINE_DEGREE + 1) * max(CELL_STEPS * h, T0 / MAX_SPLINE_CELLS))
     hi = max(SMOOTHING_RANGE[1] * T0, 2 * lo)
-    results: dict[float, tuple] = {}
-    stretch = [1.05]
+    results: dict[float, tuple] = {}  # width -> (feasible (T, p, law) or None, infeasible (T, p, law) or None)
+    stretch = [1.05]  # the last feasible duration over its law's own (T0 + 7/8 w)
 
-    def shortest(width: float):
-        if width in results:
-            return results[width]
+    def search_width(width: float) -> None:
         law, E = smoothed_time_optimal(topp.t, topp.rate, width, CELL_STEPS * h)
         at = lambda T: search.with_law(law, T, width)  # noqa: E731
-        feasible, infeasible = _shortest_feasible(at, min(T_max, stretch[0] * E), T_max, search.history)
-        if feasible is not None:
-            stretch[0] = feasible[0] / E
-        results[width] = (feasible, infeasible)
-        return results[width]
+        results[width] = _shortest_feasible(at, min(T_max, stretch[0] * E), T_max, search.history,
+                                            stop_when_static=True)
+        if results[width][0] is not None:
+            stretch[0] = results[width][0][0] / E
 
-    first = np.sqrt(lo * hi)
+    def best() -> float | None:
+        done = [w for w in results if results[w][0] is not None]
+        return min(done, key=lambda w: results[w][0][0]) if done else None
+
+    first = float(np.sqrt(lo * hi))
     law, E = smoothed_time_optimal(topp.t, topp.rate, first, CELL_STEPS * h)
     long = min(T_max, 2.0 * E)
     if not search.with_law(law, long, first)[2]:
         return None, (f"the smoothed time-optimal law does not end at rest even over {long:.3g} s (internal dynamics "
                       "ringing after the move): the polynomial family with rest shaping instead")
     for w in np.geomspace(lo, hi, WIDTH_GRID):
-        shortest(float(w))
-    for _ in range(WIDTH_REFINEMENTS):  # halve the log-spacing on both sides of the best width
-        done = [w for w in results if results[w][0] is not None]
-        if not done:
+        search_width(float(w))
+    for _ in range(WIDTH_REFINEMENTS):
+        w = best()
+        if w is None:
             break
-        best = min(done, key=lambda w: results[w][0][0])
         tried = sorted(results)
-        k = tried.index(best)
-        for other in {tried[max(k - 1, 0)], tried[min(k + 1, len(tried) - 1)]} - {best}:
-            shortest(float(np.sqrt(best * other)))
-    done = [w for w in results if results[w][0] is not None]
-    if not done:
+        k = tried.index(w)
+        for other in {tried[max(k - 1, 0)], tried[min(k + 1, len(tried) - 1)]} - {w}:
+            search_width(float(np.sqrt(w * other)))
+    w = best()
+    if w is None:
         return None, f"no smoothed time-optimal move within the limits up to {T_max:.4g} s"
-    best = min(done, key=lambda w: results[w][0][0])
-    (T, p, law), infeasible = results[best]
-    bracket = None if infeasible is None else (infeasible[0], T)
-    return (search.problem_at(T, law), T, p, bracket, best), None
+    (T, p, law), infeasible = results[w]
+    return (search.problem_at(T, law), T, p, None if infeasible is None else (infeasible[0], T), w), None
 
 
 def _unbounded(problem):

@@ -298,3 +298,30 @@ def test_the_ur5_from_its_urdf_moves_within_1_15x_the_rigid_time_optimal_move():
     settled = result.verification.cases["feedforward_pd"].settle.settled_cycle_s
     assert settled == pytest.approx(record["duration_s"], abs=2e-3)  # settled when the move ends
     assert settled / record["lower_bound_s"] <= 1.15
+
+
+def test_a_ratio_flat_in_the_duration_does_not_ask_for_a_zero_second_move():
+    """A holding torque near the bound makes p(T) flat: the secant's root then lies near T = 0 (a drawn arm's search
+    asked for a 0 s move and crashed); a feasible-only bracket is at most halved per step."""
+    from ffopt.motion.min_time import _next_duration
+
+    history = [{"duration_s": 2.0, "peak_ratio": 0.9804, "at_rest": True},
+               {"duration_s": 1.8, "peak_ratio": 0.98040001, "at_rest": True}]
+    T = _next_duration(history, (1.8, 0.98, None), None, 10.0)
+    assert 0.9 <= T <= 0.95 * 1.8
+
+
+def test_when_toppra_finds_no_parameterisation_the_search_goes_on_without_a_bound(monkeypatch):
+    """TOPP-RA's rigid robot (passive joints locked) may need more holding torque than the elastic arm: its failure
+    is said and the search continues with the polynomial family (two drawn arms crashed on it)."""
+    import ffopt.motion.peers as peers
+
+    def no_parameterisation(*args, **kwargs):
+        raise ProblemError("<arm>: TOPP-RA found no parameterisation of the path under the limits")
+
+    monkeypatch.setattr(peers, "topp_ra_law", no_parameterisation)
+    lines = []
+    found = minimum_time(problem_from_dict(one_link()), n_shape=4, progress=lines.append)
+    assert found.lower_bound_s is None and found.time_law == "poly11"
+    assert found.lower_bound_method.startswith("no lower bound: TOPP-RA found no parameterisation")
+    assert any("no lower bound: TOPP-RA found no parameterisation" in line for line in lines)

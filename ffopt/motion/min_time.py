@@ -466,8 +466,9 @@ def _next_duration(history: list[dict], feasible, infeasible, T_max: float) -> f
             return None
         guess = min(guess, 3 * lo) if guess is not None and guess > lo else 1.5 * lo
         guess = min(T_max, guess)
-    else:  # only feasible durations so far
-        guess = min(guess, 0.95 * hi) if guess is not None and guess < hi else 0.8 * hi
+    else:  # only feasible durations so far; at most halved (a ratio flat in T, a holding torque's, has a secant
+        # root at T ~ 0: a drawn arm's search asked for a 0 s move)
+        guess = float(np.clip(guess, 0.5 * hi, 0.95 * hi)) if guess is not None and guess < hi else 0.8 * hi
     return float(guess)
 
 
@@ -489,7 +490,12 @@ def _rigid_lower_bound(problem, limits: MotionLimits, say) -> tuple[float | None
     say("minimum time: the rigid robot's time-optimal move (TOPP-RA) as a lower bound")
     path = PathSamples.of(problem)
     speed = None if limits.link_speed_max is None else limits.link_speed_max[path.actuated]
-    law = topp_ra_law(path, limits.torque_max, speed_max=speed)
+    try:
+        law = topp_ra_law(path, limits.torque_max, speed_max=speed)
+    except ProblemError as err:  # the rigid robot (passive joints locked) may need more holding torque than allowed
+        why = f"no lower bound: {str(err).split(': ', 1)[-1]}"
+        say(f"minimum time: {why}")
+        return None, why, None
     return float(law.duration), "TOPP-RA, rigid model, same torque and link speed limits", law
 
 

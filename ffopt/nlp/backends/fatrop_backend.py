@@ -7,7 +7,10 @@ back to the transcription's layout.
 
 Limits: fatrop takes ``max_iter`` (the monitor's remaining iterations) but has no wall-time
 limit and nlpsol's iteration callback is not called by this plugin, so there is no live
-progress per iteration; the monitor sees one run with fatrop's iteration count.
+progress per iteration; the monitor sees one run with fatrop's iteration count. CasADi's set-up
+and the solve are long native calls (600 s without a line on a 6-axis arm, deaf to SIGTERM), so
+they run in a worker process (``backends/isolated.py``): the parent says that it waits at the
+live interval, ends the worker at the CPU or wall-time limit and on Ctrl-C or SIGTERM.
 
 Measured (results/nlp.md, results/nlp_solvers.py): correct (same optimum as IPOPT), fast linear
 algebra per iteration, but CasADi's interface spends seconds setting up its block patterns
@@ -23,6 +26,7 @@ import casadi as ca
 import numpy as np
 
 from ffopt.nlp.backends.common import NlpResult, not_started
+from ffopt.nlp.backends.isolated import run_isolated
 from ffopt.nlp.monitor import SolveMonitor
 from ffopt.nlp.stages import build_stages
 from ffopt.nlp.problem import NlpProblem
@@ -40,8 +44,20 @@ def fatrop_options(warm: bool, tol: float, max_iter: int) -> dict:
 
 def solve(tr: Transcription, problem: NlpProblem, warm: bool, tol: float, monitor: SolveMonitor,
           intervals: int = 1) -> NlpResult:
+    """fatrop on the stage-ordered NLP, in a worker process (module docstring)."""
     if monitor.expired():
         return not_started(problem.w0, "fatrop", monitor)
+    res = run_isolated(lambda mon: _solve(tr, problem, warm, tol, mon, intervals), monitor, "fatrop (CasADi set-up "
+                       "and solve)")
+    if res is not None:
+        return res
+    note = ("the limit was reached while CasADi set up fatrop (its set-up grows with the square of the stages)"
+            if not monitor.history else "the fatrop worker was ended at the limit")
+    return not_started(problem.w0, "fatrop", monitor, note)
+
+
+def _solve(tr: Transcription, problem: NlpProblem, warm: bool, tol: float, monitor: SolveMonitor,
+           intervals: int) -> NlpResult:
     tic = time.perf_counter()
     st = build_stages(tr, problem, intervals)
     opts = {"print_time": False, "fatrop": fatrop_options(warm, tol, monitor.remaining_iterations())}

@@ -231,7 +231,8 @@ def test_without_toppra_the_search_says_it_has_no_lower_bound(monkeypatch):
     lines = []
     found = minimum_time(problem_from_dict(one_link()), n_shape=4, progress=lines.append)
     assert found.lower_bound_s is None and found.gap is None
-    assert found.lower_bound_method == "no lower bound: toppra is not installed (pip install 'ffopt[peers]')"
+    assert found.lower_bound_method.startswith("no lower bound: toppra is not installed (pip install 'ffopt[peers]')")
+    assert "polynomial laws only" in found.lower_bound_method and found.time_law == "poly11"
     assert any("no lower bound: toppra is not installed" in line for line in lines)
     unasked = minimum_time(problem_from_dict(one_link()), n_shape=4, lower_bound=False)
     assert unasked.lower_bound_method is None  # not asked for: nothing to explain

@@ -20,7 +20,7 @@ terms). Where TOPP-RA's law is at hand, the search first smooths it: its acceler
 kernel of width w (``smoothed_time_optimal``: a ``SplineLaw``, C^8, so the elastic gears' torques, which follow the
 path's 4th derivative, stay smooth and bounded), stretched in time by the secant above; w is searched too (a wider
 kernel lowers the gears' extra torque ~ w^-2 but lengthens the move by ~w). Exact tracking of such a law ends at rest
-where the arm has no internal (zero) dynamics left moving: the UR5, the Panda, the Manutec r3 (1.09x, 1.09x, 1.10x
+where the arm has no internal (zero) dynamics left moving: the UR5, the Panda, the Manutec r3 (1.08x, 1.09x, 1.10x
 of TOPP-RA). An arm whose zero dynamics ring after the move (E12's passive-body mode) does not rest with it, and
 the search falls back to the polynomial family, whose shaping terms also bring those dynamics to rest.
 """
@@ -51,7 +51,7 @@ MAX_SEARCHES = 12
 SMOOTHING_RANGE = (0.005, 0.4)
 CELL_STEPS = 2
 MAX_SPLINE_CELLS = 1000
-WIDTH_GRID = 5  # widths tried on a geometric grid, then refined by golden sections around the best
+WIDTH_GRID = 5  # widths tried on a geometric grid, then refined at log-midpoints around the best
 WIDTH_REFINEMENTS = 3
 
 
@@ -204,26 +204,21 @@ def minimum_time(problem, limits: MotionLimits | None = None, duration_max: floa
     T_max = duration_max if duration_max is not None else base_T if spec.minimum_time else 8.0 * base_T
     search = _DurationSearch(problem, limits, n_shape, say, planner,
                              route_at=min(T_max, 2.0 * bound[0]) if bound and bound[0] else None)
-    smoothed, note = None, "the smoothed time-optimal family needs TOPP-RA's law (toppra and a torque limit)"
-    if bound and bound[2] is not None:
-        smoothed, note = _smoothed_family(search, bound[2], T_max)
+    smoothed, note = _smoothed_minimum(search, bound, T_max, say)
     if smoothed is not None:
-        moved, T, p, bracket, width = smoothed
-        found = MinimumTime(moved, T, [], p, search.history, bound[0], bound[1], bracket, 0.0, "spline", width)
         if not any(h.get("law") == "spline" and not h["at_rest"] for h in search.history):
-            found.wall_time_s = time.perf_counter() - tic
-            return found
+            smoothed.wall_time_s = time.perf_counter() - tic
+            return smoothed
         # some smoothed moves ended moving (internal dynamics that exact tracking leaves ringing): the polynomial
         # family, whose shaping terms also bring them to rest, may be shorter; it has to beat this move
         say("minimum time: some smoothed moves did not end at rest; the polynomial family with rest shaping too")
-        T_max, note = found.duration_s, None
-    elif bound and bound[2] is not None:
-        say(f"minimum time: {note}")
+        T_max, note = smoothed.duration_s, (f"the polynomial family's move is shorter than the smoothed law's "
+                                            f"{smoothed.duration_s:.4g} s (some of whose moves did not end at rest)")
     T = min(T_max, 1.2 * bound[0]) if bound and bound[0] else base_T
     feasible, infeasible = _shortest_feasible(search.at, T, T_max, search.history, stop_when_static=True)
-    if smoothed is not None and (feasible is None or feasible[0] >= found.duration_s):
-        found.wall_time_s = time.perf_counter() - tic
-        return found
+    if smoothed is not None and (feasible is None or feasible[0] >= smoothed.duration_s):
+        smoothed.wall_time_s = time.perf_counter() - tic
+        return smoothed
     if feasible is None:
         static = _static_bound(search.history)
         raise ProblemError(f"{problem.source}: no rest-to-rest move within the limits up to {T_max:.4g} s "
@@ -237,6 +232,18 @@ def minimum_time(problem, limits: MotionLimits | None = None, duration_max: floa
                        bound[0] if bound else None, bound[1] if bound else None,
                        None if infeasible is None else (infeasible[0], T), time.perf_counter() - tic,
                        spec.time_law, None, note)
+
+
+def _smoothed_minimum(search, bound, T_max: float, say) -> tuple[MinimumTime | None, str | None]:
+    """The smoothed family's shortest move as a MinimumTime (its wall time still to set), or (None, why not)."""
+    if not bound or bound[2] is None:
+        return None, "the smoothed time-optimal family needs TOPP-RA's law (toppra and a torque limit)"
+    found, note = _smoothed_family(search, bound[2], T_max)
+    if found is None:
+        say(f"minimum time: {note}")
+        return None, note
+    moved, T, p, bracket, width = found
+    return MinimumTime(moved, T, [], p, search.history, bound[0], bound[1], bracket, 0.0, "spline", width), None
 
 
 def _shortest_feasible(at, T: float, T_max: float, history: list[dict], stop_when_static: bool = False):
@@ -480,7 +487,8 @@ def _rigid_lower_bound(problem, limits: MotionLimits, say) -> tuple[float | None
         from ffopt.motion.peers import PathSamples, topp_ra_law  # toppra is an optional extra (.[peers])
         import toppra  # noqa: F401
     except ImportError:
-        why = "no lower bound: toppra is not installed (pip install 'ffopt[peers]')"
+        why = ("no lower bound: toppra is not installed (pip install 'ffopt[peers]'), and without it no smoothed "
+               "time-optimal law: polynomial laws only")
         say(f"minimum time: {why}")
         return None, why, None
     if limits.torque_max is None:

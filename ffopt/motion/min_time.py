@@ -236,8 +236,8 @@ def minimum_time(problem, limits: MotionLimits | None = None, duration_max: floa
 
 def _smoothed_minimum(search, bound, T_max: float, say) -> tuple[MinimumTime | None, str | None]:
     """The smoothed family's shortest move as a MinimumTime (its wall time still to set), or (None, why not)."""
-    if not bound or bound[2] is None:
-        return None, "the smoothed time-optimal family needs TOPP-RA's law (toppra and a torque limit)"
+    if not bound or bound[2] is None:  # no TOPP-RA law: not asked for (lower_bound=False), or why not (said)
+        return None, ("the smoothed time-optimal family needs TOPP-RA's law" + (f" ({bound[1]})" if bound else ""))
     found, note = _smoothed_family(search, bound[2], T_max)
     if found is None:
         say(f"minimum time: {note}")

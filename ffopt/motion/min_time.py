@@ -53,6 +53,9 @@ CELL_STEPS = 2
 MAX_SPLINE_CELLS = 1000
 WIDTH_GRID = 5  # widths tried on a geometric grid, then refined at log-midpoints around the best
 WIDTH_REFINEMENTS = 3
+# Above this ratio to TOPP-RA's duration the polynomial family is searched too (the smoothed move on the UR5, the
+# Panda, the r3 and 12 of 13 drawn arms that rest with it: 1.01-1.10x; the polynomial family's best there 1.18-1.27x)
+POLYNOMIALS_ABOVE_GAP = 1.2
 
 
 @dataclass(frozen=True)
@@ -206,14 +209,13 @@ def minimum_time(problem, limits: MotionLimits | None = None, duration_max: floa
                              route_at=min(T_max, 2.0 * bound[0]) if bound and bound[0] else None)
     smoothed, note = _smoothed_minimum(search, bound, T_max, say)
     if smoothed is not None:
-        if not any(h.get("law") == "spline" and not h["at_rest"] for h in search.history):
+        why = _polynomials_too(smoothed, search.history)
+        if why is None:
             smoothed.wall_time_s = time.perf_counter() - tic
             return smoothed
-        # some smoothed moves ended moving (internal dynamics that exact tracking leaves ringing): the polynomial
-        # family, whose shaping terms also bring them to rest, may be shorter; it has to beat this move
-        say("minimum time: some smoothed moves did not end at rest; the polynomial family with rest shaping too")
+        say(f"minimum time: {why}; the polynomial family (with rest shaping) too")
         T_max, note = smoothed.duration_s, (f"the polynomial family's move is shorter than the smoothed law's "
-                                            f"{smoothed.duration_s:.4g} s (some of whose moves did not end at rest)")
+                                            f"{smoothed.duration_s:.4g} s ({why})")
     T = min(T_max, 1.2 * bound[0]) if bound and bound[0] else base_T
     feasible, infeasible = _shortest_feasible(search.at, T, T_max, search.history, stop_when_static=True)
     if smoothed is not None and (feasible is None or feasible[0] >= smoothed.duration_s):
@@ -232,6 +234,19 @@ def minimum_time(problem, limits: MotionLimits | None = None, duration_max: floa
                        bound[0] if bound else None, bound[1] if bound else None,
                        None if infeasible is None else (infeasible[0], T), time.perf_counter() - tic,
                        spec.time_law, None, note)
+
+
+def _polynomials_too(smoothed: MinimumTime, history: list[dict]) -> str | None:
+    """Why the polynomial family may beat the smoothed law's move (it is searched too, up to that move), or None:
+    some smoothed moves ended moving (internal dynamics that exact tracking leaves ringing, which the polynomials'
+    shaping brings to rest), or the smoothed move is far above TOPP-RA's (soft gears, whose torque follows the
+    path's 4th derivative, want a smoother law than a bang-bang one smoothed: a drawn arm 1.50x, its polynomial
+    move 0.87x of that)."""
+    if any(h.get("law") == "spline" and not h["at_rest"] for h in history):
+        return "some smoothed moves did not end at rest"
+    if smoothed.gap is not None and smoothed.gap > POLYNOMIALS_ABOVE_GAP:
+        return f"the smoothed move is {smoothed.gap:.2f}x TOPP-RA's"
+    return None
 
 
 def _smoothed_minimum(search, bound, T_max: float, say) -> tuple[MinimumTime | None, str | None]:

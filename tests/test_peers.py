@@ -67,3 +67,29 @@ def test_ruckig_within_bounds_meets_the_torque_bound_and_is_slower_than_bang_ban
     peak = np.abs(rigid_motion(path, law).u_table).max()
     assert peak <= TORQUE * (1 + 1e-9) and peak == pytest.approx(TORQUE, rel=1e-2)  # on the bound (bisection 0.1 %)
     assert law.duration > 2 * np.sqrt(THETA * J / TORQUE)  # a finite jerk costs time against bang-bang
+
+
+def test_topp_ra_within_bounds_keeps_the_applied_table_within_them():
+    """The Manutec r3's TOPP-RA move under RobotR3's motor limits: its applied table (gravity share swapped for the
+    elastic statics) exceeds axis 3's bound by ~7 %; the variant within the bounds scales TOPP-RA's bounds until it
+    does not, so it is longer, and the raw move stays the lower bound."""
+    from pathlib import Path
+
+    import ffopt
+    from ffopt.motion.min_time import MotionLimits
+    from ffopt.motion.peers import topp_ra_within_bounds
+
+    problem = ffopt.load_problem(Path(__file__).resolve().parents[1] / "problems" / "manutec_r3_min_time.toml")
+    limits = MotionLimits.of(problem)
+    path = PathSamples.of(problem)
+    speed = limits.link_speed_max[path.actuated]
+    raw = topp_ra_law(path, limits.torque_max, speed)
+
+    def applied_peak(law):
+        motion = rigid_motion(path, law.resampled(np.arange(0.0, law.duration + 5e-4, 1e-3)))
+        return float((np.abs(motion.u_table).max(0) / limits.torque_max).max())
+
+    assert applied_peak(raw) > 1.05
+    law, lam = topp_ra_within_bounds(path, limits.torque_max, speed)
+    assert 0.85 < lam < 1.0 and applied_peak(law) <= 1.0 + 1e-9
+    assert law.duration > raw.duration

@@ -221,6 +221,29 @@ def rigid_motion(path: PathSamples, law: PathLaw) -> RigidMotion:
                        qm_spline(s, 1) * law.rate[:, None])
 
 
+def topp_ra_within_bounds(path: PathSamples, torque_max, speed_max=None, step: float = 1e-3) -> tuple[PathLaw, float]:
+    """TOPP-RA's law under the bounds lam torque_max, lam the largest (bisection to 0.1 %, at most 1) whose applied
+    table (``rigid_motion``'s u_table: the gravity share swapped for the elastic arm's static input) stays within
+    |u| <= torque_max; (law, lam). The rigid time-optimal law itself (lam = 1) is the lower bound; this is what a
+    rigid-model controller can run on the elastic arm without exceeding its drives (the Manutec r3: its axis 3 at
+    1.07x the bound with lam = 1)."""
+    torque_max = np.asarray(torque_max, float)
+
+    def peak(lam):
+        law = topp_ra_law(path, lam * torque_max, speed_max)
+        motion = rigid_motion(path, law.resampled(np.arange(0.0, law.duration + step / 2, step)))
+        return float((np.abs(motion.u_table).max(0) / torque_max).max()), law
+
+    full, law = peak(1.0)
+    if full <= 1.0 + 1e-3:
+        return law, 1.0
+    lo, hi = 0.5, 1.0
+    while hi / lo > 1.001:
+        mid = np.sqrt(lo * hi)
+        lo, hi = (mid, hi) if peak(mid)[0] <= 1.0 else (lo, mid)
+    return peak(lo)[1], lo
+
+
 def ruckig_within_bounds(path: PathSamples, torque_max, speed_max=None, a_ref: float | None = None,
                          step: float = 1e-3) -> PathLaw:
     """Ruckig's profile of the path parameter with acceleration lam a_ref and jerk lam^1.5 a_ref / 0.02 s, lam the

@@ -315,8 +315,13 @@ class _DurationSearch:
         self.history: list[dict] = []
         self.laws: list[tuple[float, np.ndarray]] = []
         # the route at a move near the one sought (duration = "min" stands for duration_max, 10 s: a BDF plan of
-        # that length took 4 s without a line on the UR5)
-        self.route = _route(problem if route_at is None else self.problem_at(route_at), planner, say)
+        # that length took 4 s without a line on the UR5), and the BDF order and form method auto chose there
+        self.route, self.bdf = _route(problem if route_at is None else self.problem_at(route_at), planner, say)
+
+    def searching(self, problem):
+        """``problem`` with the BDF settings method auto chose (a passive joint's lightly damped zero makes BDF-4..6
+        unstable: the Panda with one ran BDF-6 and crashed); the problems returned keep the user's settings."""
+        return problem.with_solver(**self.bdf) if self.bdf else problem
 
     def problem_at(self, T: float, c=None):
         moved = with_duration_factor(self.problem, T / self.problem.reference_spec.duration)
@@ -328,7 +333,7 @@ class _DurationSearch:
     def with_law(self, law: SplineLaw, T: float, width: float) -> tuple[float, SplineLaw, bool]:
         """p(T) of the exact-tracking BDF plan of ``law`` over T seconds (no search within the family)."""
         tic = time.perf_counter()
-        problem = with_duration_factor(self.problem, T / self.problem.reference_spec.duration)
+        problem = self.searching(with_duration_factor(self.problem, T / self.problem.reference_spec.duration))
         spec = problem.reference_spec
         ref = (RetimedPath(spec, problem.model).reference(law) if RetimedPath.separable(spec) else
                reference_from_spec(spec, problem.model, law))
@@ -350,13 +355,13 @@ class _DurationSearch:
             return self._nlp_at(T)
         tic = time.perf_counter()
         start = min(self.laws, key=lambda law: abs(np.log(law[0] / T)))[1] if self.laws else None
-        c, info = rest_law_within(self.problem_at(T, start), self.limits.ratios, self.n_shape,
+        c, info = rest_law_within(self.searching(self.problem_at(T, start)), self.limits.ratios, self.n_shape,
                                   progress=self.say)
         p, rest, solves = float(info.get("peak_rows_max", np.inf)), bool(info["at_rest"]), info["bdf_solves"]
         if start is not None and not (rest and p <= FEASIBLE):
             # the search is local: a warm start that misses is tried again from the base law (a drawn arm's 1.118 s
             # move missed from the 1.135 s law's start, p 1.01, and met the bound from the base law)
-            c2, info2 = rest_law_within(self.problem_at(T, None), self.limits.ratios, self.n_shape,
+            c2, info2 = rest_law_within(self.searching(self.problem_at(T, None)), self.limits.ratios, self.n_shape,
                                         progress=self.say)
             p2, rest2 = float(info2.get("peak_rows_max", np.inf)), bool(info2["at_rest"])
             solves += info2["bdf_solves"]
@@ -438,17 +443,21 @@ def _unbounded(problem):
     return problem.from_dict(data, problem.source)
 
 
-def _route(problem, planner, say) -> str:
-    """"bdf" where the problem says bdf or method auto plans it by BDF (minimum phase), else "nlp"."""
+def _route(problem, planner, say) -> tuple[str, dict]:
+    """("bdf", {}) where the problem says bdf; where method auto plans it by BDF (minimum phase) ("bdf", the order,
+    form and step it chose); else ("nlp", {})."""
     method = problem.solver.method
     if method == "bdf" or (planner is None and method != "nlp"):
-        return "bdf"
+        return "bdf", {}
     if planner is None:
         raise ProblemError(f"{problem.source}: minimum time with solver.method = \"nlp\" plans each move by the NLP: "
                            "call ffopt.plan.minimum_time (it passes the planner), or set solver.method = \"bdf\"")
     say(f"minimum time: which route plans this arm (method auto over a {problem.reference_spec.duration:.3g} s move)")
     first = planner(_unbounded(problem).with_values({"solver.end_at_rest": False, "solver.method": "auto"}))
-    return "bdf" if first.method.startswith("bdf") else "nlp"
+    if not first.method.startswith("bdf"):
+        return "nlp", {}
+    chosen = {key: first.stats.get(key) for key in ("order", "form", "step")}
+    return "bdf", (chosen if chosen["form"] in ("I1", "I2", "I3") else {})
 
 
 def _static_bound(history: list[dict]) -> bool:

@@ -298,6 +298,8 @@ def test_minimum_time_on_random_arms(n, kinds, seed, k, phase):
     # the default takes the smoothed time-optimal law only where the arm rests with it (arm0's internal dynamics, a
     # real zero at -22 1/s, still move when the table ends: the polynomial family's shaping brings them to rest)
     assert found.duration_s <= polynomial.duration_s * (1 + 1e-2)
+    if phase == "non-minimum":  # the non-causal NLP plans the smoothed law too (pre- and post-actuation rest)
+        assert found.time_law == "spline" and found.searches[-1]["route"].startswith("nlp")
 
 
 # The slow draw's minimum-time runs by the default search: 29 of 30 pass, one skipped for its singular inverse (measured

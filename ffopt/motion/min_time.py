@@ -22,7 +22,10 @@ path's 4th derivative, stay smooth and bounded), stretched in time by the secant
 kernel lowers the gears' extra torque ~ w^-2 but lengthens the move by ~w). Exact tracking of such a law ends at rest
 where the arm has no internal (zero) dynamics left moving: the UR5, the Panda, the Manutec r3 (1.08x, 1.09x, 1.10x
 of TOPP-RA). An arm whose zero dynamics ring after the move (E12's passive-body mode) does not rest with it, and
-the search falls back to the polynomial family, whose shaping terms also bring those dynamics to rest.
+the search falls back to the polynomial family, whose shaping terms also bring those dynamics to rest. A
+non-minimum-phase arm plans each move by the non-causal NLP, whose pre- and post-actuation start and end it at rest:
+the smoothed law is tried at two widths there (an NLP per move; the 6-axis arm with a passive forearm flexure under
+its own peak torques: 0.611 s = 1.16x TOPP-RA in 146 s, where its own polynomial law needs 0.803 s, 1.53x, in 64 s).
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ import numpy as np
 
 from ffopt.dae.inverse import solve_inverse_bdf
 from ffopt.dae.rest_to_rest import N_SHAPE, rest_law_within, with_duration_factor
-from ffopt.errors import ProblemError
+from ffopt.errors import ProblemError, SolverError
 from ffopt.models.equilibrium import ends_at_rest
 from ffopt.reference.build import reference_from_spec
 from ffopt.reference.retimed import RetimedPath
@@ -56,6 +59,7 @@ WIDTH_REFINEMENTS = 3
 # Above this ratio to TOPP-RA's duration the polynomial family is searched too (the smoothed move on the UR5, the
 # Panda, the r3 and 12 of 13 drawn arms that rest with it: 1.01-1.10x; the polynomial family's best there 1.18-1.27x)
 POLYNOMIALS_ABOVE_GAP = 1.2
+NLP_WIDTHS = (0.05, 0.15)  # on the NLP route (non-minimum-phase arms): these two widths (x TOPP-RA's duration)
 
 
 @dataclass(frozen=True)
@@ -331,24 +335,31 @@ class _DurationSearch:
         return moved if c is None else moved.with_values({"reference.time_law_shape": [float(x) for x in c]})
 
     def with_law(self, law: SplineLaw, T: float, width: float) -> tuple[float, SplineLaw, bool]:
-        """p(T) of the exact-tracking BDF plan of ``law`` over T seconds (no search within the family)."""
+        """p(T) of the plan of ``law`` over T seconds (no search within the family): the exact-tracking BDF plan, or
+        on the NLP route the non-causal NLP's (pre- and post-actuation, without the limits)."""
         tic = time.perf_counter()
-        problem = self.searching(with_duration_factor(self.problem, T / self.problem.reference_spec.duration))
-        spec = problem.reference_spec
-        ref = (RetimedPath(spec, problem.model).reference(law) if RetimedPath.separable(spec) else
-               reference_from_spec(spec, problem.model, law))
         try:
-            traj = solve_inverse_bdf(problem.model, ref, problem.solver, qa_guess=spec.joint_guess)
-        except Exception as err:  # noqa: BLE001 - a law the BDF cannot follow is infeasible, said
-            self.say(f"minimum time: {T:.4g} s smoothed move (w = {1e3 * width:.3g} ms): no BDF plan ({err})")
+            traj, model = self._law_plan(law, T)
+        except (ProblemError, SolverError) as err:  # a law the planner cannot follow is infeasible, said
+            self.say(f"minimum time: {T:.4g} s smoothed move (w = {1e3 * width:.3g} ms): no plan ({err})")
             p, rest = np.inf, False
         else:
-            p, rest = float(np.abs(self.limits.ratios(traj)).max()), bool(ends_at_rest(problem.model, traj)[0])
-        self.history.append({"duration_s": T, "peak_ratio": p, "at_rest": rest, "bdf_solves": 1,
+            p, rest = float(np.abs(self.limits.ratios(traj)).max()), bool(ends_at_rest(model, traj)[0])
+        self.history.append({"duration_s": T, "peak_ratio": p, "at_rest": rest, "route": self.route,
                              "law": "spline", "smoothing_s": width, "seconds": time.perf_counter() - tic})
         self.say(f"minimum time: {T:.4g} s smoothed time-optimal move (w = {1e3 * width:.3g} ms): largest limit "
                  f"ratio {p:.4g}, {'at rest' if rest else 'not at rest'}")
         return p, law, rest
+
+    def _law_plan(self, law: SplineLaw, T: float):
+        if self.route == "nlp":
+            problem = _unbounded(self.problem_at(T, law))
+            return self.planner(problem), problem.model
+        problem = self.searching(with_duration_factor(self.problem, T / self.problem.reference_spec.duration))
+        spec = problem.reference_spec
+        ref = (RetimedPath(spec, problem.model).reference(law) if RetimedPath.separable(spec) else
+               reference_from_spec(spec, problem.model, law))
+        return solve_inverse_bdf(problem.model, ref, problem.solver, qa_guess=spec.joint_guess), problem.model
 
     def at(self, T: float) -> tuple[float, np.ndarray, bool]:
         if self.route == "nlp":
@@ -392,11 +403,13 @@ def _smoothed_family(search: _DurationSearch, topp, T_max: float):
     None), or (None, why not). Kernel widths on a geometric grid over SMOOTHING_RANGE x TOPP-RA's duration, then
     the log-midpoints between the best width and its neighbours, WIDTH_REFINEMENTS times; each width's duration by
     the secant, started from the best stretch found so far."""
-    if search.route != "bdf":
-        return None, "the smoothed time-optimal family needs a BDF plan (this arm plans by the non-causal NLP)"
     T0, h = topp.duration, search.problem.solver.step
     lo = max(SMOOTHING_RANGE[0] * T0, (SPLINE_DEGREE + 1) * max(CELL_STEPS * h, T0 / MAX_SPLINE_CELLS))
     hi = max(SMOOTHING_RANGE[1] * T0, 2 * lo)
+    grid, refinements = WIDTH_GRID, WIDTH_REFINEMENTS
+    if search.route == "nlp":  # an NLP plan per move (seconds each): two widths, about where the BDF arms' best lie
+        lo = max(lo, NLP_WIDTHS[0] * T0)
+        hi, grid, refinements = max(NLP_WIDTHS[1] * T0, 2 * lo), 2, 0
     results: dict[float, tuple] = {}  # width -> (feasible (T, p, law) or None, infeasible (T, p, law) or None)
     stretch = [1.05]  # the last feasible duration over its law's own (T0 + 7/8 w)
 
@@ -415,12 +428,12 @@ def _smoothed_family(search: _DurationSearch, topp, T_max: float):
     first = float(np.sqrt(lo * hi))
     law, E = smoothed_time_optimal(topp.t, topp.rate, first, CELL_STEPS * h)
     long = min(T_max, 2.0 * E)
-    if not search.with_law(law, long, first)[2]:
+    if search.route == "bdf" and not search.with_law(law, long, first)[2]:  # (the NLP's post-actuation rests)
         return None, (f"the smoothed time-optimal law does not end at rest even over {long:.3g} s (internal dynamics "
                       "ringing after the move): the polynomial family with rest shaping instead")
-    for w in np.geomspace(lo, hi, WIDTH_GRID):
+    for w in np.geomspace(lo, hi, grid):
         search_width(float(w))
-    for _ in range(WIDTH_REFINEMENTS):
+    for _ in range(refinements):
         w = best()
         if w is None:
             break

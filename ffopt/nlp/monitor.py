@@ -199,6 +199,15 @@ class SolveMonitor:
         except BaseException as err:  # noqa: BLE001 - KeyboardInterrupt too: re-raised on leaving guard()
             self.interrupt(err)
 
+    def note(self, text: str) -> None:
+        """A line of its own before a set-up step that reports nothing (so that no stage is silent for 2 s)."""
+        if self.progress is None:
+            return
+        try:
+            self.progress(text)
+        except BaseException as err:  # noqa: BLE001 - as in record()
+            self.interrupt(err)
+
     def waiting(self, what: str = "") -> None:
         """No iterate has come for a while (called by a parent following a worker): say so at the live interval,
         so that a long solver step is not a silent stage."""

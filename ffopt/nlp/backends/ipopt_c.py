@@ -121,6 +121,8 @@ def solve(problem: NlpProblem, warm: bool, tol: float, monitor: SolveMonitor, w0
     """IPOPT through its C interface, in a worker process (``common.run_ipopt_isolated``)."""
     load_library(library)  # a missing library is said here, not in the worker
     w_start = problem.w0 if w0 is None else w0
+    if problem.info.get("derivatives") is not None:  # loading or building the kernels and their sparsity: ~1 s
+        monitor.note("NLP: the interval kernels of IPOPT's derivatives and their sparsity")
     derivatives = prepared_derivatives(problem)
     return run_ipopt_isolated(lambda mon: _solve(problem, warm, tol, mon, w_start, library, linear_solver, derivatives),
                               w_start, monitor, BACKEND, "IPOPT via ctypes")

@@ -383,4 +383,4 @@ def with_duration_factor(problem, factor: float):
         ref["duration"] = (factor * np.asarray(spec.params["durations"], float)).tolist()
     else:
         ref["duration"] = factor * spec.duration
-    return problem.from_dict(data, problem.source)
+    return problem.from_dict(data, problem.source).with_model_of(problem)  # the same robot: its built model

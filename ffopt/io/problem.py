@@ -411,6 +411,17 @@ class Problem:
         return self._sharing_model(replace(self, nlp=replace(self.nlp, **changes),
                                            raw=_raw_with(self.raw, "nlp", changes)))
 
+    def with_model_of(self, other: "Problem") -> "Problem":
+        """This problem with ``other``'s built model (and its cached CasADi functions) where the model would be the
+        same: equal [model] tables, name and orientation branch centres (a change of the move's duration or of the
+        settings). A search over durations builds a problem per duration; without this each rebuilt the model's
+        expressions (the minimum-time search's single plans: 50 of their 80 ms on the UR5)."""
+        same = (self.raw is not None and other.raw is not None and self.raw.get("model") == other.raw.get("model")
+                and self.name == other.name and self.reference_spec.angle_centres == other.reference_spec.angle_centres)
+        if same and "model" in other.__dict__ and "model" not in self.__dict__:
+            self.__dict__["model"] = other.__dict__["model"]
+        return self
+
     def _sharing_model(self, new: "Problem") -> "Problem":
         """Settings changed only: keep the built model and reference (and their cached CasADi functions)."""
         for name in ("model", "reference"):

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -156,6 +157,15 @@ def joint_speed_limits(problem) -> np.ndarray | None:
     return limits if np.isfinite(limits).any() else None
 
 
+class LowerBound(NamedTuple):
+    """TOPP-RA's rigid time-optimal move: its duration (None where there is none), what it is or why there is none,
+    and its law (``ffopt.motion.peers.PathLaw``; None with no duration)."""
+
+    duration_s: float | None
+    method: str
+    law: object = None
+
+
 @dataclass
 class MinimumTime:
     """The shortest rest-to-rest move found: its duration and time law (reference.duration and
@@ -210,7 +220,7 @@ def minimum_time(problem, limits: MotionLimits | None = None, duration_max: floa
     base_T = spec.duration  # with duration = "min": duration_max, the longest move searched
     T_max = duration_max if duration_max is not None else base_T if spec.minimum_time else 8.0 * base_T
     search = _DurationSearch(problem, limits, n_shape, say, planner,
-                             route_at=min(T_max, 2.0 * bound[0]) if bound and bound[0] else None)
+                             route_at=min(T_max, 2.0 * bound.duration_s) if bound and bound.duration_s else None)
     smoothed, note = _smoothed_minimum(search, bound, T_max, say)
     if smoothed is not None:
         why = _polynomials_too(smoothed, search.history)
@@ -220,7 +230,7 @@ def minimum_time(problem, limits: MotionLimits | None = None, duration_max: floa
         say(f"minimum time: {why}; the polynomial family (with rest shaping) too")
         T_max, note = smoothed.duration_s, (f"the polynomial family's move is shorter than the smoothed law's "
                                             f"{smoothed.duration_s:.4g} s ({why})")
-    T = min(T_max, 1.2 * bound[0]) if bound and bound[0] else base_T
+    T = min(T_max, 1.2 * bound.duration_s) if bound and bound.duration_s else base_T
     feasible, infeasible = _shortest_feasible(search.at, T, T_max, search.history, stop_when_static=True)
     if smoothed is not None and (feasible is None or feasible[0] >= smoothed.duration_s):
         smoothed.wall_time_s = time.perf_counter() - tic
@@ -235,7 +245,7 @@ def minimum_time(problem, limits: MotionLimits | None = None, duration_max: floa
                                "; raise the limits or reference.duration_max"))
     T, p, c = feasible
     return MinimumTime(search.problem_at(T, c), T, [float(x) for x in c], p, search.history,
-                       bound[0] if bound else None, bound[1] if bound else None,
+                       bound.duration_s if bound else None, bound.method if bound else None,
                        None if infeasible is None else (infeasible[0], T), time.perf_counter() - tic,
                        spec.time_law, None, note)
 
@@ -255,14 +265,15 @@ def _polynomials_too(smoothed: MinimumTime, history: list[dict]) -> str | None:
 
 def _smoothed_minimum(search, bound, T_max: float, say) -> tuple[MinimumTime | None, str | None]:
     """The smoothed family's shortest move as a MinimumTime (its wall time still to set), or (None, why not)."""
-    if not bound or bound[2] is None:  # no TOPP-RA law: not asked for (lower_bound=False), or why not (said)
-        return None, ("the smoothed time-optimal family needs TOPP-RA's law" + (f" ({bound[1]})" if bound else ""))
-    found, note = _smoothed_family(search, bound[2], T_max)
+    if not bound or bound.law is None:  # no TOPP-RA law: not asked for (lower_bound=False), or why not (said)
+        return None, ("the smoothed time-optimal family needs TOPP-RA's law" + (f" ({bound.method})" if bound else ""))
+    found, note = _smoothed_family(search, bound.law, T_max)
     if found is None:
         say(f"minimum time: {note}")
         return None, note
     moved, T, p, bracket, width = found
-    return MinimumTime(moved, T, [], p, search.history, bound[0], bound[1], bracket, 0.0, "spline", width), None
+    return MinimumTime(moved, T, [], p, search.history, lower_bound_s=bound.duration_s, lower_bound_method=bound.method,
+                       bracket_s=bracket, time_law="spline", smoothing_s=width), None
 
 
 def _shortest_feasible(at, T: float, T_max: float, history: list[dict], stop_when_static: bool = False):
@@ -355,7 +366,7 @@ class _DurationSearch:
         if self.route == "nlp":
             problem = _unbounded(self.problem_at(T, law))
             return self.planner(problem), problem.model
-        problem = self.searching(with_duration_factor(self.problem, T / self.problem.reference_spec.duration))
+        problem = self.searching(self.problem_at(T))
         spec = problem.reference_spec
         ref = (RetimedPath(spec, problem.model).reference(law) if RetimedPath.separable(spec) else
                reference_from_spec(spec, problem.model, law))
@@ -453,7 +464,7 @@ def _unbounded(problem):
     data = problem.to_dict()
     for key in ("torque_max", "torque_rate_max"):
         data.get("nlp", {}).pop(key, None)
-    return problem.from_dict(data, problem.source)
+    return problem.from_dict(data, problem.source).with_model_of(problem)
 
 
 def _route(problem, planner, say) -> tuple[str, dict]:
@@ -516,10 +527,10 @@ def _next_duration(history: list[dict], feasible, infeasible, T_max: float) -> f
     return float(guess)
 
 
-def _rigid_lower_bound(problem, limits: MotionLimits, say) -> tuple[float | None, str, object]:
+def _rigid_lower_bound(problem, limits: MotionLimits, say) -> LowerBound:
     """TOPP-RA's time-optimal duration of the rigid robot along the path under the torque and link speed limits,
-    what it is, and its law (``ffopt.motion.peers.PathLaw``); (None, why not, None) without toppra or a torque limit,
-    said on the console too."""
+    what it is, and its law; no duration (and why) without toppra or a torque limit, or where TOPP-RA finds no
+    parameterisation, said on the console too."""
     try:
         from ffopt.motion.peers import PathSamples, topp_ra_law  # toppra is an optional extra (.[peers])
         import toppra  # noqa: F401
@@ -527,11 +538,11 @@ def _rigid_lower_bound(problem, limits: MotionLimits, say) -> tuple[float | None
         why = ("no lower bound: toppra is not installed (pip install 'ffopt[peers]'), and without it no smoothed "
                "time-optimal law: polynomial laws only")
         say(f"minimum time: {why}")
-        return None, why, None
+        return LowerBound(None, why)
     if limits.torque_max is None:
         why = "no lower bound: TOPP-RA's rigid bound needs a torque limit"
         say(f"minimum time: {why}")
-        return None, why, None
+        return LowerBound(None, why)
     say("minimum time: the rigid robot's time-optimal move (TOPP-RA) as a lower bound")
     path = PathSamples.of(problem)
     speed = None if limits.link_speed_max is None else limits.link_speed_max[path.actuated]
@@ -540,8 +551,8 @@ def _rigid_lower_bound(problem, limits: MotionLimits, say) -> tuple[float | None
     except ProblemError as err:  # the rigid robot (passive joints locked) may need more holding torque than allowed
         why = f"no lower bound: {str(err).split(': ', 1)[-1]}"
         say(f"minimum time: {why}")
-        return None, why, None
-    return float(law.duration), "TOPP-RA, rigid model, same torque and link speed limits", law
+        return LowerBound(None, why)
+    return LowerBound(float(law.duration), "TOPP-RA, rigid model, same torque and link speed limits", law)
 
 
 def minimum_time_record(found: MinimumTime, traj, problem) -> dict:

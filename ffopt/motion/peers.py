@@ -237,11 +237,8 @@ def topp_ra_within_bounds(path: PathSamples, torque_max, speed_max=None, step: f
     full, law = peak(1.0)
     if full <= 1.0 + 1e-3:
         return law, 1.0
-    lo, hi = 0.5, 1.0
-    while hi / lo > 1.001:
-        mid = np.sqrt(lo * hi)
-        lo, hi = (mid, hi) if peak(mid)[0] <= 1.0 else (lo, mid)
-    return peak(lo)[1], lo
+    lam = _largest_within(lambda lam: peak(lam)[0], 0.5, 1.0)
+    return peak(lam)[1], lam
 
 
 def ruckig_within_bounds(path: PathSamples, torque_max, speed_max=None, a_ref: float | None = None,
@@ -261,8 +258,12 @@ def ruckig_within_bounds(path: PathSamples, torque_max, speed_max=None, a_ref: f
         motion = rigid_motion(path, law.resampled(np.arange(0.0, law.duration + step / 2, step)))
         return float((np.abs(motion.u_table).max(0) / torque_max).max()), law
 
-    lo, hi = 0.05, 2.0
+    return peak(_largest_within(lambda lam: peak(lam)[0], 0.05, 2.0))[1]
+
+
+def _largest_within(peak, lo: float, hi: float) -> float:
+    """The largest scale in [lo, hi] with peak(scale) <= 1, by bisection in log to 0.1 % (peak growing with it)."""
     while hi / lo > 1.001:
         mid = np.sqrt(lo * hi)
-        lo, hi = (mid, hi) if peak(mid)[0] <= 1.0 else (lo, mid)
-    return peak(lo)[1]
+        lo, hi = (mid, hi) if peak(mid) <= 1.0 else (lo, mid)
+    return lo

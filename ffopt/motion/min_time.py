@@ -25,7 +25,7 @@ of TOPP-RA). An arm whose zero dynamics ring after the move (E12's passive-body 
 the search falls back to the polynomial family, whose shaping terms also bring those dynamics to rest. A
 non-minimum-phase arm plans each move by the non-causal NLP, whose pre- and post-actuation start and end it at rest:
 the smoothed law is tried at two widths there (an NLP per move; the 6-axis arm with a passive forearm flexure under
-its own peak torques: 0.611 s = 1.16x TOPP-RA in 146 s, where its own polynomial law needs 0.803 s, 1.53x, in 64 s).
+its own peak torques: 0.611 s = 1.16x TOPP-RA in 57 s, where its own polynomial law needs 0.803 s, 1.53x).
 """
 
 from __future__ import annotations
